@@ -1,0 +1,200 @@
+"""The actor side of versioned weights: a periodic, asynchronous fetcher."""
+
+import concurrent.futures
+import threading
+import time
+from typing import Any, Dict, Optional, Sequence, Union
+
+from absl import logging
+
+from repertory import core
+
+
+class VariableClient:
+  """Keeps a local copy of named variable groups from a `VariableSource`.
+
+  `source` is anything with `get_variables(names)` returning
+  `(version, [nest per name])`: a local `VariableStore`, a learner, or a
+  launch CourierNode client proxy of one.
+
+  `update()` is called once per actor step. Every `update_period` calls (or
+  every `update_period_s` seconds, whichever comes first when both are set) it
+  starts a fetch in a background thread and returns immediately; the fetched
+  weights replace the local ones on a later `update()` call, once the fetch
+  has finished. The actor loop therefore never waits for the network.
+  `update(wait=True)` fetches and blocks; `wait_for_version(v)` blocks until
+  weights of version >= v are held (synchronous algorithms such as PPO).
+
+  Example::
+
+    client = VariableClient(learner, ['policy'], update_period=100)
+    client.update(wait=True)
+    weights = client.params          # the 'policy' nest
+    adder.set_policy_version(client.version)
+  """
+
+  def __init__(self,
+               source: Any,
+               names: Union[str, Sequence[str]],
+               update_period: int = 1,
+               update_period_s: Optional[float] = None,
+               asynchronous: bool = True,
+               fetch_timeout_s: float = 60.0):
+    """Creates the client (fetches nothing yet; call `update(wait=True)`).
+
+    Args:
+      source: an object with `get_variables(names)`.
+      names: the variable group name(s) to fetch.
+      update_period: fetch every this many `update()` calls (>= 1).
+      update_period_s: if set, also fetch when this many seconds have passed
+        since the last fetch started.
+      asynchronous: if False, periodic fetches block the caller.
+      fetch_timeout_s: how long a blocking fetch may take before a
+        `TimeoutError` naming the source is raised.
+    """
+    if not hasattr(source, 'get_variables'):
+      raise TypeError(
+          f'VariableClient source {source!r} has no get_variables(names); pass '
+          'a VariableStore, a learner or a CourierNode handle (dereferenced, '
+          'i.e. the client proxy the node received).')
+    if update_period < 1:
+      raise ValueError(f'update_period must be >= 1, got {update_period}.')
+    if update_period_s is not None and update_period_s <= 0:
+      raise ValueError(
+          f'update_period_s must be positive or None, got {update_period_s}.')
+    self._source = source
+    self._names = [names] if isinstance(names, str) else list(names)
+    if not self._names:
+      raise ValueError('VariableClient needs at least one variable name.')
+    self._update_period = update_period
+    self._update_period_s = update_period_s
+    self._asynchronous = asynchronous
+    self._fetch_timeout_s = fetch_timeout_s
+    self._executor = concurrent.futures.ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix='variable_client')
+    self._future: Optional[concurrent.futures.Future] = None
+    self._calls = 0
+    self._last_fetch_time = -float('inf')
+    self._lock = threading.Lock()
+    self._version = -1
+    self._variables: Dict[str, core.Nest] = {}
+
+  # --- what the actor reads -------------------------------------------------
+
+  @property
+  def version(self) -> int:
+    """The policy version of the weights held (-1 before the first fetch)."""
+    return self._version
+
+  @property
+  def variables(self) -> Dict[str, core.Nest]:
+    """The weights held, {name: nest}."""
+    return self._variables
+
+  @property
+  def params(self) -> core.Nest:
+    """The weights of the single group when one name was requested."""
+    if len(self._names) != 1:
+      raise ValueError(
+          f'params is ambiguous with several names {self._names}; use '
+          'client.variables[name].')
+    if not self._variables:
+      raise RuntimeError(
+          'VariableClient holds no weights yet; call update(wait=True) first.')
+    return self._variables[self._names[0]]
+
+  # --- fetching -------------------------------------------------------------
+
+  def _fetch(self):
+    result = self._source.get_variables(self._names)
+    version, variables = result[0], result[1]
+    return int(version), list(variables)
+
+  def _apply(self, result) -> None:
+    version, variables = result
+    if len(variables) != len(self._names):
+      raise ValueError(
+          f'Source returned {len(variables)} groups for names {self._names}.')
+    with self._lock:
+      if version >= self._version:
+        self._version = version
+        self._variables = dict(zip(self._names, variables))
+
+  def _collect(self, block: bool) -> None:
+    """Applies a finished (or, if block, the in-flight) fetch."""
+    future = self._future
+    if future is None:
+      return
+    if not block and not future.done():
+      return
+    try:
+      result = future.result(timeout=self._fetch_timeout_s)
+    except concurrent.futures.TimeoutError as e:
+      raise TimeoutError(
+          f'VariableClient: fetching {self._names} from {self._source!r} took '
+          f'more than {self._fetch_timeout_s}s.') from e
+    finally:
+      if future.done():
+        self._future = None
+    self._apply(result)
+
+  def _start_fetch(self) -> None:
+    self._last_fetch_time = time.monotonic()
+    self._future = self._executor.submit(self._fetch)
+
+  def update(self, wait: bool = False) -> None:
+    """Counts a call and fetches when a period has elapsed.
+
+    Args:
+      wait: fetch now and block until the newest weights are held.
+    """
+    if wait:
+      self._collect(block=True)
+      self._start_fetch()
+      self._collect(block=True)
+      self._calls = 0
+      return
+    self._collect(block=False)
+    self._calls += 1
+    due = self._calls >= self._update_period or (
+        self._update_period_s is not None and
+        time.monotonic() - self._last_fetch_time >= self._update_period_s)
+    if due and self._future is None:
+      self._calls = 0
+      self._start_fetch()
+      if not self._asynchronous:
+        self._collect(block=True)
+
+  def update_and_wait(self) -> None:
+    """Fetches and blocks (Acme's name for `update(wait=True)`)."""
+    self.update(wait=True)
+
+  def wait_for_version(self,
+                       version: int,
+                       timeout_s: float = 60.0,
+                       poll_interval_s: float = 0.01) -> int:
+    """Blocks until weights of version >= `version` are held; returns it.
+
+    Raises:
+      TimeoutError: naming the version waited for and the one held.
+    """
+    deadline = time.monotonic() + timeout_s
+    next_log = time.monotonic() + 10.0
+    while True:
+      self.update(wait=True)
+      if self._version >= version:
+        return self._version
+      now = time.monotonic()
+      if now >= deadline:
+        raise TimeoutError(
+            f'VariableClient: waited {timeout_s}s for version {version} of '
+            f'{self._names}; the source still serves {self._version}.')
+      if now >= next_log:
+        logging.info('VariableClient waiting for version %d of %s (have %d).',
+                     version, self._names, self._version)
+        next_log = now + 10.0
+      time.sleep(poll_interval_s)
+
+  def close(self) -> None:
+    """Stops the background fetch thread."""
+    self._executor.shutdown(wait=False, cancel_futures=True)
