@@ -1,0 +1,113 @@
+"""What every run shares, whatever the agent: the experiment settings and the
+bookkeeping nodes (a step counter and the run monitor).
+
+An agent's `make_program(config, experiment)` adds its own nodes (replay,
+learner, actors) and calls `add_counter` and `add_monitor` for the rest.
+"""
+
+import dataclasses
+import functools
+import os
+import time
+from typing import Any, Callable, Optional
+
+from repertory import core
+from repertory import launch
+from repertory.components import counting
+from repertory.components.evaluation import monitor as monitor_lib
+
+# The return at which an environment counts as solved (`--stop_at_return=auto`).
+SOLVED_RETURNS = {
+    'catch': 0.95,
+    'bsuite:catch/0': 0.95,
+    'gym:CartPole-v1': 475.0,
+    'envpool:CartPole-v1': 475.0,
+}
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+  """Settings of one run that do not depend on the agent.
+
+  Attributes:
+    agent: the agent's name (recorded in results.json).
+    env: an environment spec for `repertory.environments.make`.
+    num_actors: actor nodes.
+    envs_per_actor: environments each actor steps per policy call.
+    max_actor_steps: the run stops once actors took this many steps.
+    stop_at_return: stop earlier once the mean return of the last 100
+      training episodes reaches this (None: run the whole budget).
+    eval_episodes: evaluation episodes played with the final weights.
+    seed: base seed; actor i's environment j gets a seed derived from it.
+    logdir: where logs, checkpoints and results.json go.
+    launch_type: recorded in results.json.
+    progress_every_seconds: period of the live progress line.
+  """
+  agent: str = 'impala'
+  env: str = 'catch'
+  num_actors: int = 2
+  envs_per_actor: int = 8
+  max_actor_steps: int = 1_000_000
+  stop_at_return: Optional[float] = None
+  eval_episodes: int = 20
+  seed: int = 0
+  logdir: str = ''
+  launch_type: str = 'local_mt'
+  progress_every_seconds: float = 5.0
+
+  def __post_init__(self):
+    for name in ('num_actors', 'envs_per_actor', 'max_actor_steps',
+                 'eval_episodes'):
+      if getattr(self, name) < 1:
+        raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
+    if not self.logdir:
+      stamp = time.strftime('%Y%m%d-%H%M%S')
+      self.logdir = os.path.join('runs', f'{self.agent}-{stamp}')
+
+  def actor_seed(self, actor_id: int) -> int:
+    """The seed of actor `actor_id`'s first environment (the rest follow)."""
+    return self.seed * 1_000_003 + actor_id * self.envs_per_actor
+
+  @property
+  def eval_seed(self) -> int:
+    return self.seed * 1_000_003 + 999_983
+
+
+def add_counter(program: launch.Program) -> Any:
+  """Adds the shared step counter; returns its handle."""
+  with program.group('counter'):
+    return program.add_node(launch.CourierNode(counting.Counter))
+
+
+def add_monitor(program: launch.Program,
+                experiment: ExperimentConfig,
+                counter: Any,
+                variable_source: Any,
+                make_eval_actor: Callable[[Any], core.Actor],
+                replay: Any = None) -> Any:
+  """Adds the run monitor (progress, stopping, final evaluation, results)."""
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  make_environment = functools.partial(
+      environments.make, experiment.env, seed=experiment.eval_seed)
+  metadata = {
+      'agent': experiment.agent,
+      'env': experiment.env,
+      'launch_type': experiment.launch_type,
+      'num_actors': experiment.num_actors,
+      'envs_per_actor': experiment.envs_per_actor,
+      'seed': experiment.seed,
+  }
+  with program.group('monitor'):
+    return program.add_node(launch.CourierNode(
+        monitor_lib.RunMonitor,
+        counter=counter,
+        make_environment=make_environment,
+        make_eval_actor=make_eval_actor,
+        variable_source=variable_source,
+        logdir=experiment.logdir,
+        max_actor_steps=experiment.max_actor_steps,
+        stop_at_return=experiment.stop_at_return,
+        eval_episodes=experiment.eval_episodes,
+        metadata=metadata,
+        replay=replay,
+        progress_every_seconds=experiment.progress_every_seconds))

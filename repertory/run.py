@@ -1,0 +1,160 @@
+r"""Trains any built-in agent on any environment, in any launch mode.
+
+  python -m repertory.run                       # IMPALA on catch, local_mp
+  python -m repertory.run --agent=seed --env=gym:CartPole-v1 \
+      --num_actors=4 --config.learning_rate=3e-4 --lp_launch_type=local_mp
+
+`--config.<field>=<value>` overrides a field of the agent's `Config`; unknown
+agents, environments and fields are refused before anything starts. At the end
+`<logdir>/results.json` holds the run's figures.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Tuple
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from repertory import agents
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory import overrides as overrides_lib
+
+_AGENT = flags.DEFINE_string('agent', 'impala',
+                             f'One of: {", ".join(sorted(agents.AGENTS))}.')
+_ENV = flags.DEFINE_string('env', 'catch', 'An environment spec, e.g. catch, '
+                           'gym:CartPole-v1, bsuite:memory_len/3.')
+_NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actor nodes.')
+_ENVS_PER_ACTOR = flags.DEFINE_integer(
+    'envs_per_actor', 8, 'Environments each actor steps per policy call.')
+_MAX_ACTOR_STEPS = flags.DEFINE_integer('max_actor_steps', 2_000_000,
+                                        'Actor-step budget of the run.')
+_STOP_AT_RETURN = flags.DEFINE_string(
+    'stop_at_return', 'auto',
+    'Stop once the mean return of the last 100 training episodes reaches this '
+    "value; 'auto' uses the environment's solved threshold where known "
+    f'({experiment_lib.SOLVED_RETURNS}), "never" runs the whole budget.')
+_EVAL_EPISODES = flags.DEFINE_integer('eval_episodes', 20,
+                                      'Final evaluation episodes.')
+_LOGDIR = flags.DEFINE_string('logdir', '', 'Run directory (default: '
+                              'runs/<agent>-<env>-<time>).')
+_SEED = flags.DEFINE_integer('seed', 0, 'Base random seed.')
+
+CONFIG_PREFIX = '--config.'
+
+
+def split_config_overrides(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
+  """Separates `--config.<field>=<value>` arguments from the absl flags."""
+  rest, overrides = [], {}
+  for arg in argv:
+    if not arg.startswith(CONFIG_PREFIX):
+      rest.append(arg)
+      continue
+    name, sep, value = arg[len(CONFIG_PREFIX):].partition('=')
+    if not sep or not name:
+      raise app.UsageError(
+          f'Malformed config override {arg!r}: write --config.<field>=<value>.')
+    overrides[name] = value
+  return rest, overrides
+
+
+def _stop_at_return(text: str, env: str):
+  if text == 'auto':
+    return experiment_lib.SOLVED_RETURNS.get(env)
+  if text == 'never':
+    return None
+  try:
+    return float(text)
+  except ValueError:
+    raise app.UsageError(f'--stop_at_return={text!r}: expected a number, '
+                         "'auto' or 'never'.") from None
+
+
+def _tail(path: str, stop: threading.Event) -> None:
+  """Echoes the monitor's progress lines while nodes run in other processes."""
+  position = 0
+  while not stop.wait(1.0):
+    if os.path.exists(path):
+      with open(path) as f:
+        f.seek(position)
+        text = f.read()
+        position = f.tell()
+      if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
+  """Validates the flags and builds (config, experiment, program)."""
+  agent = agents.get(_AGENT.value)
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  environments.make(_ENV.value).close()  # An unknown spec fails here, early.
+  launch_type = launch.resolve_launch_type(None)
+  logdir = _LOGDIR.value or os.path.join(
+      'runs', f'{_AGENT.value}-{_ENV.value.replace(":", "_").replace("/", "_")}'
+      f'-{time.strftime("%Y%m%d-%H%M%S")}')
+  experiment = experiment_lib.ExperimentConfig(
+      agent=_AGENT.value,
+      env=_ENV.value,
+      num_actors=_NUM_ACTORS.value,
+      envs_per_actor=_ENVS_PER_ACTOR.value,
+      max_actor_steps=_MAX_ACTOR_STEPS.value,
+      stop_at_return=_stop_at_return(_STOP_AT_RETURN.value, _ENV.value),
+      eval_episodes=_EVAL_EPISODES.value,
+      seed=_SEED.value,
+      logdir=os.path.abspath(logdir),
+      launch_type=launch_type)
+  config = overrides_lib.apply(agent.Config(), config_overrides,
+                               owner=f'agent {_AGENT.value!r}')
+  program = agent.make_program(config, experiment)
+  return config, experiment, program
+
+
+def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  config, experiment, program = build(config_overrides)
+  os.makedirs(experiment.logdir, exist_ok=True)
+  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
+    json.dump({'agent': dataclasses.asdict(config),
+               'experiment': dataclasses.asdict(experiment)}, f, indent=2,
+              default=str)
+  print(f'repertory: {experiment.agent} on {experiment.env}, '
+        f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
+        f'launch type {experiment.launch_type}; logs in {experiment.logdir}',
+        flush=True)
+
+  stop_tail = threading.Event()
+  if experiment.launch_type in ('local_mp', 'ray'):
+    threading.Thread(
+        target=_tail, daemon=True,
+        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
+    ).start()
+  try:
+    launch.launch(program, launch_type=experiment.launch_type,
+                  logdir=os.path.join(experiment.logdir, 'nodes'))
+  finally:
+    stop_tail.set()
+  results_path = os.path.join(experiment.logdir, 'results.json')
+  if not os.path.exists(results_path):
+    logging.warning('The run ended without writing %s.', results_path)
+    sys.exit(1)
+  with open(results_path) as f:
+    results = json.load(f)
+  print(json.dumps(results, indent=2, sort_keys=True))
+
+
+def run() -> None:
+  flags.FLAGS.set_default('lp_launch_type', 'local_mp')
+  argv, config_overrides = split_config_overrides(sys.argv)
+  app.run(lambda argv: main(argv, config_overrides), argv=argv)
+
+
+if __name__ == '__main__':
+  run()
