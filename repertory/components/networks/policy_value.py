@@ -1,0 +1,115 @@
+"""Policy-and-value networks for IMPALA, SEED, PPO and A3C.
+
+Both networks share the recurrent interface of `recurrence.py`
+(`initial_state`, single step, `unroll` over `[T, B]`) so a learner can be
+written once; the feedforward one has an empty state `()`.
+"""
+
+from typing import Optional, Tuple, Union
+
+import sonnet as snt
+import tensorflow as tf
+
+from repertory.components.networks import heads
+from repertory.components.networks import recurrence
+
+Output = Union[heads.PolicyValueOutput, heads.GaussianPolicyValueOutput]
+
+
+def _make_head(num_actions: Optional[int], action_size: Optional[int]):
+  if (num_actions is None) == (action_size is None):
+    raise ValueError(
+        f'Give exactly one of num_actions (discrete) or action_size '
+        f'(continuous), got num_actions={num_actions!r}, '
+        f'action_size={action_size!r}.')
+  if num_actions is not None:
+    return heads.PolicyValueHead(num_actions)
+  return heads.GaussianPolicyValueHead(action_size)
+
+
+class PolicyValueNetwork(snt.Module):
+  """torso -> policy-and-value head; feedforward.
+
+  `net(obs)` works on `[B, ...]` (acting) and `[T, B, ...]` (learning) with the
+  same weights. `unroll` / `initial_state` exist for learners written against
+  the recurrent interface.
+  """
+
+  def __init__(self, torso: snt.Module, num_actions: Optional[int] = None,
+               action_size: Optional[int] = None, name: Optional[str] = None):
+    """Builds the network.
+
+    Args:
+      torso: maps `[..., *obs]` to `[..., D]`, e.g. `torsos.MLPTorso()`.
+      num_actions: number of discrete actions (-> `PolicyValueOutput`).
+      action_size: dimension of a continuous action (->
+        `GaussianPolicyValueOutput`); give this or num_actions.
+      name: module name.
+    """
+    super().__init__(name=name)
+    self._torso = torso
+    self._head = _make_head(num_actions, action_size)
+
+  def __call__(self, observation: tf.Tensor) -> Output:
+    return self._head(self._torso(observation))
+
+  def initial_state(self, batch_size: int) -> Tuple[()]:
+    del batch_size
+    return ()
+
+  def unroll(self, observation: tf.Tensor, state: Tuple[()] = (),
+             reset: Optional[tf.Tensor] = None) -> Tuple[Output, Tuple[()]]:
+    """`[T, B, ...]` -> (outputs `[T, B, ...]`, `()`); no state to reset."""
+    del reset
+    return self(observation), state
+
+
+class RecurrentPolicyValueNetwork(snt.Module):
+  """torso -> LSTM -> policy-and-value head (IMPALA's LSTM agent, Espeholt
+  et al. 2018, figure 3).
+
+  The torso and head run once over all `[T, B]` steps; only the LSTM steps
+  through time.
+  """
+
+  def __init__(self, torso: snt.Module, num_actions: Optional[int] = None,
+               action_size: Optional[int] = None, lstm_size: int = 256,
+               name: Optional[str] = None):
+    """Builds the network.
+
+    Args:
+      torso: maps `[..., *obs]` to `[..., D]`.
+      num_actions: number of discrete actions.
+      action_size: dimension of a continuous action (instead of num_actions).
+      lstm_size: LSTM hidden size.
+      name: module name.
+    """
+    super().__init__(name=name)
+    self._torso = torso
+    self._core = recurrence.LSTMCore(lstm_size)
+    self._head = _make_head(num_actions, action_size)
+
+  def initial_state(self, batch_size: int) -> snt.LSTMState:
+    """Zero LSTM state, leaves `[B, lstm_size]`."""
+    return self._core.initial_state(batch_size)
+
+  def __call__(self, observation: tf.Tensor,
+               state: snt.LSTMState) -> Tuple[Output, snt.LSTMState]:
+    """One step: observation `[B, ...]` -> (outputs `[B, ...]`, state)."""
+    embedding, state = self._core(self._torso(observation), state)
+    return self._head(embedding), state
+
+  def unroll(self, observation: tf.Tensor, state: snt.LSTMState,
+             reset: Optional[tf.Tensor] = None
+             ) -> Tuple[Output, snt.LSTMState]:
+    """`[T, B, ...]` -> (outputs `[T, B, ...]`, final state).
+
+    Args:
+      observation: `[T, B, *obs]`.
+      state: the state before step 0 (as stored by the actor).
+      reset: optional `[T, B]` bool, True at the first step of an episode
+        (the state is zeroed before it).
+    """
+    embeddings = self._torso(observation)  # [T, B, D]
+    outputs, state = self._core.unroll(embeddings, state, reset)
+    return self._head(outputs), state

@@ -1,0 +1,72 @@
+"""Name a module's variables and move them as `{name: np.ndarray}` dicts.
+
+The learner publishes `get_variables(network)` through its variable source;
+actors call `assign_variables(network, values)`. Names are the attribute
+paths inside the module (e.g. `'torso/mlp/layers/0/w'`), so they do not
+depend on Sonnet's name scopes and match between two instances of the same
+network class built with the same arguments, in any process.
+"""
+
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+
+def named_variables(module: tf.Module) -> Dict[str, tf.Variable]:
+  """Returns `{name: tf.Variable}` for every variable of `module`, in order.
+
+  Raises:
+    ValueError: if the module has no variables yet (Sonnet modules create
+      them on the first call: call the network once on a dummy batch).
+  """
+  found: Dict[str, tf.Variable] = {}
+  seen = set()
+  for path, variable in module._flatten(  # pylint: disable=protected-access
+      predicate=lambda v: isinstance(v, tf.Variable), with_path=True):
+    if id(variable) in seen:
+      continue
+    seen.add(id(variable))
+    name = '/'.join(str(p).lstrip('_') for p in path)
+    if name in found:
+      name = '/'.join(str(p) for p in path)
+    found[name] = variable
+  if not found:
+    raise ValueError(
+        f'{type(module).__name__} has no variables yet; Sonnet builds them '
+        f'on the first call, so call it once on a dummy batch first.')
+  return found
+
+
+def get_variables(module: tf.Module) -> Dict[str, np.ndarray]:
+  """Returns `{name: np.ndarray}` copies of `module`'s variables."""
+  return {name: v.numpy() for name, v in named_variables(module).items()}
+
+
+def assign_variables(module: tf.Module,
+                     values: Mapping[str, np.ndarray]) -> None:
+  """Assigns `values` (from `get_variables`) to `module`'s variables.
+
+  Checks everything before assigning anything.
+
+  Raises:
+    ValueError: naming missing or unexpected names, or mismatched shapes.
+  """
+  targets = named_variables(module)
+  missing = sorted(set(targets) - set(values))
+  unexpected = sorted(set(values) - set(targets))
+  if missing or unexpected:
+    raise ValueError(
+        f'assign_variables({type(module).__name__}): names differ; missing '
+        f'{missing}, unexpected {unexpected}. Known names: '
+        f'{sorted(targets)}.')
+  bad: Tuple = tuple(
+      (name, tuple(targets[name].shape), np.shape(values[name]))
+      for name in targets
+      if tuple(targets[name].shape) != tuple(np.shape(values[name])))
+  if bad:
+    raise ValueError(
+        f'assign_variables({type(module).__name__}): shape mismatch '
+        f'(name, expected, got): {list(bad)}.')
+  for name, variable in targets.items():
+    variable.assign(values[name])
