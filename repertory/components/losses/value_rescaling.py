@@ -1,0 +1,60 @@
+"""Invertible value transforms as (apply, apply_inverse) pairs.
+
+Pohlen et al. 2018, "Observe and Look Further: Achieving Consistent
+Performance on Atari" (arXiv:1805.11593), proposition A.2, as used by R2D2
+(Kapturowski et al. 2019):
+
+  h(x)    = sign(x) (√(|x| + 1) - 1) + εx
+  h⁻¹(x)  = sign(x) (((√(1 + 4ε(|x| + 1 + ε)) - 1) / 2ε)² - 1)
+
+Both are evaluated in algebraically equal forms that avoid cancellation, so
+the round trip holds to float32 precision for small and large |x|.
+"""
+
+from typing import Callable, NamedTuple
+
+import tensorflow as tf
+
+R2D2_EPSILON = 1e-3
+
+
+class ValueTransform(NamedTuple):
+  """A value transform and its inverse; `apply_inverse(apply(x)) == x`."""
+  apply: Callable[[tf.Tensor], tf.Tensor]
+  apply_inverse: Callable[[tf.Tensor], tf.Tensor]
+
+
+def signed_hyperbolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
+  """h(x) = sign(x)(√(|x|+1) - 1) + εx (Pohlen et al. 2018; R2D2)."""
+  x = tf.cast(tf.convert_to_tensor(x), tf.float32)
+  abs_x = tf.abs(x)
+  # √(y+1) - 1 = y / (√(y+1) + 1), without cancellation for small y.
+  return tf.sign(x) * abs_x / (tf.sqrt(abs_x + 1.0) + 1.0) + eps * x
+
+
+def signed_parabolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
+  """h⁻¹(x), the inverse of `signed_hyperbolic` (Pohlen et al. 2018, A.2)."""
+  x = tf.cast(tf.convert_to_tensor(x), tf.float32)
+  y = tf.abs(x)
+  root = tf.sqrt(1.0 + 4.0 * eps * (y + 1.0 + eps))
+  # u = (root - 1) / 2ε and h⁻¹ = sign(x)(u - 1)(u + 1), with
+  # u - 1 = 4y(y + 1 + ε) / ((2y + 1 + 2ε + root)(root + 1)).
+  u = 2.0 * (y + 1.0 + eps) / (root + 1.0)
+  u_minus_1 = 4.0 * y * (y + 1.0 + eps) / (
+      (2.0 * y + 1.0 + 2.0 * eps + root) * (root + 1.0))
+  return tf.sign(x) * u_minus_1 * (u + 1.0)
+
+
+def signed_hyperbolic_transform(eps: float = R2D2_EPSILON) -> ValueTransform:
+  """The (h, h⁻¹) pair with a given ε (R2D2: ε = 1e-3)."""
+  if not eps > 0:
+    raise ValueError(f'signed_hyperbolic_transform: eps must be > 0, got '
+                     f'{eps!r}.')
+  return ValueTransform(lambda x: signed_hyperbolic(x, eps),
+                        lambda x: signed_parabolic(x, eps))
+
+
+IDENTITY_TRANSFORM = ValueTransform(
+    apply=lambda x: tf.cast(tf.convert_to_tensor(x), tf.float32),
+    apply_inverse=lambda x: tf.cast(tf.convert_to_tensor(x), tf.float32))
+SIGNED_HYPERBOLIC_TRANSFORM = signed_hyperbolic_transform(R2D2_EPSILON)
