@@ -1,0 +1,133 @@
+r"""Draws learning curves of one or more runs to a PNG.
+
+  python -m repertory.plot runs/impala-catch runs/seed-catch --out=curves.png
+
+Each argument is a run directory (one holding `progress.csv`, written by the
+run monitor) or a directory of runs. Runs whose directory names differ only in
+a `seed<N>` part (`python -m repertory.run --seeds=3` writes `.../seed0`,
+`.../seed1`, ...) form one line: the mean over seeds, shaded between the
+lowest and highest seed. The left panel plots the recent training return
+against actor steps, the right one against wall-clock time.
+"""
+
+import collections
+import csv
+import os
+import re
+from typing import Dict, List, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+
+PROGRESS_FILE = 'progress.csv'
+_SEED_PART = re.compile(r'([-_/]?seed[-_]?\d+)')
+
+_OUT = flags.DEFINE_string('out', 'curves.png', 'Where to write the PNG.')
+_METRIC = flags.DEFINE_string('metric', 'episode_return_mean',
+                              'The progress.csv column to plot.')
+
+
+def find_runs(paths: Sequence[str]) -> List[str]:
+  """Run directories (holding progress.csv) at or below `paths`."""
+  runs = []
+  for path in paths:
+    if not os.path.isdir(path):
+      raise FileNotFoundError(f'{path!r} is not a directory.')
+    for root, _, files in os.walk(path):
+      if PROGRESS_FILE in files:
+        runs.append(root)
+  if not runs:
+    raise FileNotFoundError(
+        f'No {PROGRESS_FILE} under {list(paths)}: pass run directories '
+        '(the --logdir of python -m repertory.run).')
+  return sorted(runs)
+
+
+def read_progress(run: str, metric: str) -> Dict[str, np.ndarray]:
+  """Columns actor_steps, wall_seconds and `metric` of a run's progress.csv."""
+  columns = collections.defaultdict(list)
+  with open(os.path.join(run, PROGRESS_FILE)) as f:
+    for row in csv.DictReader(f):
+      try:
+        values = [float(row[k]) for k in ('actor_steps', 'wall_seconds', metric)]
+      except (KeyError, ValueError, TypeError):
+        continue  # A row without the metric yet (e.g. no episode finished).
+      if not np.isfinite(values[2]):
+        continue
+      for key, value in zip(('actor_steps', 'wall_seconds', metric), values):
+        columns[key].append(value)
+  return {k: np.asarray(v) for k, v in columns.items()}
+
+
+def group_runs(runs: Sequence[str]) -> Dict[str, List[str]]:
+  """Groups runs that differ only in their seed; label -> runs."""
+  groups = collections.defaultdict(list)
+  for run in runs:
+    label = _SEED_PART.sub('', os.path.normpath(run)) or run
+    groups[label].append(run)
+  return dict(groups)
+
+
+def mean_and_range(curves: Sequence[Tuple[np.ndarray, np.ndarray]],
+                   num_points: int = 200
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """Interpolates curves (x, y) onto a shared grid; returns x, mean, lo, hi.
+
+  The grid spans the x range every curve covers, so the mean never mixes in
+  extrapolated values.
+  """
+  curves = [(x, y) for x, y in curves if len(x)]
+  if not curves:
+    raise ValueError('No data points to plot.')
+  start = max(x[0] for x, _ in curves)
+  stop = min(x[-1] for x, _ in curves)
+  if stop <= start:
+    stop = start
+  grid = np.linspace(start, stop, num_points)
+  ys = np.stack([np.interp(grid, x, y) for x, y in curves])
+  return grid, ys.mean(0), ys.min(0), ys.max(0)
+
+
+def plot(paths: Sequence[str], out: str,
+         metric: str = 'episode_return_mean') -> str:
+  """Draws the learning curves of the runs under `paths` to `out` (PNG)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  groups = group_runs(find_runs(paths))
+  prefix = os.path.commonpath(list(groups)) if len(groups) > 1 else ''
+  figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+  for label, runs in sorted(groups.items()):
+    data = [read_progress(run, metric) for run in runs]
+    name = os.path.relpath(label, prefix) if prefix else os.path.basename(label)
+    name += f' ({len(runs)} seeds)' if len(runs) > 1 else ''
+    for axis, x_key in zip(axes, ('actor_steps', 'wall_seconds')):
+      curves = [(d[x_key], d[metric]) for d in data if metric in d]
+      if not any(len(x) for x, _ in curves):
+        continue
+      x, mean, lo, hi = mean_and_range(curves)
+      (line,) = axis.plot(x, mean, label=name)
+      if len(curves) > 1:
+        axis.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
+  for axis, xlabel in zip(axes, ('actor steps', 'wall-clock seconds')):
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(metric.replace('_', ' '))
+    axis.grid(alpha=0.3)
+  axes[0].legend(fontsize='small')
+  figure.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+  figure.savefig(out, dpi=100)
+  plt.close(figure)
+  return out
+
+
+def main(argv: List[str]) -> None:
+  if len(argv) < 2:
+    raise app.UsageError('Pass one or more run directories.')
+  print(f'wrote {plot(argv[1:], _OUT.value, _METRIC.value)}')
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,62 @@
+"""Tests of the learning-curve plot."""
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+from repertory import plot
+
+
+def _write_run(directory, returns, seconds_per_row=1.0):
+  os.makedirs(directory, exist_ok=True)
+  with open(os.path.join(directory, 'progress.csv'), 'w', newline='') as f:
+    writer = csv.DictWriter(
+        f, ['actor_steps', 'wall_seconds', 'episode_return_mean'])
+    writer.writeheader()
+    writer.writerow({'actor_steps': 0, 'wall_seconds': 0,
+                     'episode_return_mean': 'nan'})  # No episode yet.
+    for i, value in enumerate(returns, start=1):
+      writer.writerow({'actor_steps': 100 * i,
+                       'wall_seconds': seconds_per_row * i,
+                       'episode_return_mean': value})
+
+
+def test_seeds_are_grouped_and_other_runs_are_not(tmp_path):
+  for seed in range(3):
+    _write_run(tmp_path / 'impala-catch' / f'seed{seed}', [0.1, 0.5])
+  _write_run(tmp_path / 'seed-catch', [0.2, 0.3])  # The SEED agent: no suffix.
+  groups = plot.group_runs(plot.find_runs([str(tmp_path)]))
+  sizes = sorted(len(v) for v in groups.values())
+  assert sizes == [1, 3]
+
+
+def test_mean_and_range_over_the_shared_x_span():
+  a = (np.array([0., 10.]), np.array([0., 10.]))
+  b = (np.array([0., 5., 20.]), np.array([2., 2., 2.]))
+  x, mean, lo, hi = plot.mean_and_range([a, b], num_points=3)
+  np.testing.assert_allclose(x, [0, 5, 10])
+  np.testing.assert_allclose(mean, [1, 3.5, 6])
+  np.testing.assert_allclose(lo, [0, 2, 2])
+  np.testing.assert_allclose(hi, [2, 5, 10])
+
+
+def test_rows_without_the_metric_are_skipped(tmp_path):
+  _write_run(tmp_path / 'run', [0.5, 0.7])
+  data = plot.read_progress(str(tmp_path / 'run'), 'episode_return_mean')
+  np.testing.assert_allclose(data['actor_steps'], [100, 200])
+
+
+def test_writes_a_png(tmp_path):
+  for seed in range(2):
+    _write_run(tmp_path / 'a' / f'seed{seed}', [0.1 * seed, 0.5, 0.9])
+  _write_run(tmp_path / 'b', [0.0, 0.2, 0.4], seconds_per_row=2.0)
+  out = plot.plot([str(tmp_path)], str(tmp_path / 'curves.png'))
+  with open(out, 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_no_runs_is_a_clear_error(tmp_path):
+  with pytest.raises(FileNotFoundError, match='progress.csv'):
+    plot.find_runs([str(tmp_path)])
