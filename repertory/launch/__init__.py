@@ -1,0 +1,43 @@
+"""The program graph: Launchpad's programming model on threads or Ray.
+
+```
+from repertory import launch
+
+program = launch.Program('consumer_producers')
+with program.group('consumer'):
+  consumer = program.add_node(launch.CourierNode(Consumer))
+with program.group('producer'):
+  for i in range(2):
+    program.add_node(launch.PyNode(produce, i, consumer))
+launch.launch(program)   # --lp_launch_type=test_mt|local_mt|local_mp|ray
+```
+
+Importing this package imports neither TensorFlow nor Ray; Reverb (and with
+it TensorFlow) is imported inside ReverbNode code, Ray inside the Ray backend.
+"""
+
+from repertory.launch.batching import batched_handler
+from repertory.launch.context import get_launch_type
+from repertory.launch.context import register_stop_handler
+from repertory.launch.context import stop
+from repertory.launch.context import stop_event
+from repertory.launch.context import wait_for_stop
+from repertory.launch.errors import LaunchError
+from repertory.launch.errors import NodeError
+from repertory.launch.errors import NodePicklingError
+from repertory.launch.errors import NotDereferencedError
+from repertory.launch.handles import CourierClient
+from repertory.launch.handles import Deferred
+from repertory.launch.handles import Handle
+from repertory.launch.launcher import LAUNCH_TYPES
+from repertory.launch.launcher import launch
+from repertory.launch.launcher import LaunchedProgram
+from repertory.launch.launcher import parse_resources
+from repertory.launch.nodes import CourierNode
+from repertory.launch.nodes import MultiProcessingColocation
+from repertory.launch.nodes import MultiThreadingColocation
+from repertory.launch.nodes import Node
+from repertory.launch.nodes import PyClassNode
+from repertory.launch.nodes import PyNode
+from repertory.launch.nodes import ReverbNode
+from repertory.launch.program import Program

@@ -1,0 +1,186 @@
+"""`batched_handler`: stacks concurrent calls into one batched call.
+
+This is the dynamic batching of SEED RL's central inference (Espeholt et al.,
+2020, "SEED RL: Scalable and Efficient Deep-RL with Accelerated Central
+Inference"): many actors call `server.inference(observation)` at the same
+time; the server runs the policy once on the stacked batch and each actor
+gets its own row back.
+"""
+
+import concurrent.futures
+import functools
+import threading
+import time
+from typing import Any, Callable, List, Tuple
+
+import numpy as np
+
+
+def _tree():
+  import tree  # pylint: disable=g-import-not-at-top  # dm-tree (no TF import)
+  return tree
+
+
+class _Request:
+  __slots__ = ('args', 'kwargs', 'future', 'arrival')
+
+  def __init__(self, args, kwargs):
+    self.args = args
+    self.kwargs = kwargs
+    self.future = concurrent.futures.Future()
+    self.arrival = time.monotonic()
+
+
+class Batcher:
+  """Collects calls of one bound method and runs them in batches."""
+
+  def __init__(self, fn: Callable[..., Any], batch_size: int, timeout: float,
+               max_parallelism: int, pad_batch: bool):
+    self._fn = fn
+    self._batch_size = batch_size
+    self._timeout = timeout
+    self._pad_batch = pad_batch
+    self._pending: List[_Request] = []
+    self._cond = threading.Condition()
+    self._slots = threading.Semaphore(max_parallelism)
+    self._executor = (concurrent.futures.ThreadPoolExecutor(
+        max_parallelism, thread_name_prefix='batched-handler')
+                      if max_parallelism > 1 else None)
+    self._dispatcher = threading.Thread(
+        target=self._dispatch_forever, daemon=True,
+        name=f'batcher {getattr(fn, "__qualname__", fn)}')
+    self._dispatcher.start()
+
+  def __call__(self, *args, **kwargs):
+    request = _Request(args, kwargs)
+    with self._cond:
+      self._pending.append(request)
+      self._cond.notify()
+    return request.future.result()
+
+  def _next_batch(self) -> List[_Request]:
+    with self._cond:
+      while not self._pending:
+        self._cond.wait()
+      deadline = self._pending[0].arrival + self._timeout
+      while len(self._pending) < self._batch_size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+          break
+        self._cond.wait(left)
+      batch = self._pending[:self._batch_size]
+      del self._pending[:self._batch_size]
+      return batch
+
+  def _dispatch_forever(self) -> None:
+    while True:
+      batch = self._next_batch()
+      self._slots.acquire()
+      if self._executor is None:
+        self._run(batch)
+      else:
+        self._executor.submit(self._run, batch)
+
+  def _run(self, batch: List[_Request]) -> None:
+    try:
+      results = self._call_batched([(r.args, r.kwargs) for r in batch])
+      for request, result in zip(batch, results):
+        request.future.set_result(result)
+    except BaseException as e:  # pylint: disable=broad-except
+      for request in batch:
+        if not request.future.done():
+          request.future.set_exception(e)
+    finally:
+      self._slots.release()
+
+  def _call_batched(self, calls: List[Tuple[tuple, dict]]) -> List[Any]:
+    tree = _tree()
+    n = len(calls)
+    try:
+      for call in calls[1:]:
+        tree.assert_same_structure(calls[0], call)
+    except (ValueError, TypeError) as e:
+      raise ValueError(
+          f'batched_handler {getattr(self._fn, "__name__", self._fn)}: calls '
+          f'in one batch must have arguments of the same structure: {e}'
+      ) from None
+    if self._pad_batch and n < self._batch_size:
+      calls = calls + [calls[-1]] * (self._batch_size - n)
+    args, kwargs = tree.map_structure(lambda *xs: np.stack(xs), *calls)
+    output = self._fn(*args, **kwargs)
+    size = len(calls)
+
+    def check(path, x):
+      if np.ndim(x) == 0 or np.shape(x)[0] != size:
+        raise ValueError(
+            f'batched_handler {getattr(self._fn, "__name__", self._fn)} '
+            f'returned a leaf at {path} of shape {np.shape(x)}; every leaf '
+            f'must have the batch ({size}) as its leading dimension.')
+    tree.map_structure_with_path(check, output)
+    return [tree.map_structure(lambda x, i=i: x[i], output) for i in range(n)]
+
+
+class _BatchedMethod:
+  """A method descriptor: each instance gets its own `Batcher`."""
+
+  def __init__(self, fn, batch_size, timeout, max_parallelism, pad_batch):
+    functools.update_wrapper(self, fn)
+    self._fn = fn
+    self._config = (batch_size, timeout, max_parallelism, pad_batch)
+    self._attr = f'_batcher_{fn.__name__}'
+    self._lock = threading.Lock()
+
+  def __set_name__(self, owner, name):
+    self._attr = f'_batcher_{name}'
+
+  def __get__(self, instance, owner=None):
+    if instance is None:
+      return self
+    batcher = instance.__dict__.get(self._attr)
+    if batcher is None:
+      with self._lock:
+        batcher = instance.__dict__.get(self._attr)
+        if batcher is None:
+          batcher = Batcher(self._fn.__get__(instance, owner), *self._config)
+          instance.__dict__[self._attr] = batcher
+    return batcher
+
+  def __getstate__(self):
+    state = self.__dict__.copy()
+    del state['_lock']
+    return state
+
+  def __setstate__(self, state):
+    self.__dict__.update(state)
+    self._lock = threading.Lock()
+
+
+def batched_handler(batch_size: int, timeout: float, max_parallelism: int = 1,
+                    pad_batch: bool = False) -> Callable[[Callable], Any]:
+  """Decorates a CourierNode method so that concurrent calls run batched.
+
+  Each call passes one example; the wrapped method receives every argument
+  stacked tree-wise (`np.stack`) along a new leading batch dimension and must
+  return a nest whose leaves have that batch as leading dimension; each
+  caller gets its own row back.
+
+  Args:
+    batch_size: the largest batch; a full batch runs at once.
+    timeout: seconds after the first call of a batch arrived at which a
+      partial batch runs anyway.
+    max_parallelism: how many batches may run at the same time.
+    pad_batch: pad partial batches to `batch_size` (repeating the last call)
+      so that the wrapped method always sees the same shape.
+  """
+  if not isinstance(batch_size, int) or batch_size < 1:
+    raise ValueError(f'batch_size must be a positive int, got {batch_size!r}.')
+  if timeout < 0:
+    raise ValueError(f'timeout must be >= 0 seconds, got {timeout!r}.')
+  if not isinstance(max_parallelism, int) or max_parallelism < 1:
+    raise ValueError('max_parallelism must be a positive int, got '
+                     f'{max_parallelism!r}.')
+
+  def decorator(fn):
+    return _BatchedMethod(fn, batch_size, float(timeout), max_parallelism,
+                          bool(pad_batch))
+  return decorator

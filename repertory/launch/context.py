@@ -1,0 +1,120 @@
+"""The running program as seen from inside a node: stop, stop events, mode.
+
+Every process (and every node thread) of a launched program knows its
+*runtime*: the object that hosts the nodes of this process and knows how to
+reach the others. These functions find it, so node code can write::
+
+  while not launch.stop_event().is_set():
+    learner.step()
+  launch.stop()
+"""
+
+import abc
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+_local = threading.local()
+_lock = threading.Lock()
+_active: List['Runtime'] = []           # running programs of this process
+_by_program: Dict[str, 'Runtime'] = {}  # program id -> runtime
+
+
+class Runtime(abc.ABC):
+  """A launched program as one process sees it."""
+
+  def __init__(self, program_id: str, launch_type: str):
+    self.program_id = program_id
+    self.launch_type = launch_type
+    self.stop_event = threading.Event()
+    self._stop_handlers: List[Callable[[], None]] = []
+    self._handlers_lock = threading.Lock()
+
+  @abc.abstractmethod
+  def request_stop(self, reason: str) -> None:
+    """Asks the whole program to stop (returns at once)."""
+
+  @abc.abstractmethod
+  def client(self, handle: Any) -> Any:
+    """Returns the client of the node that `handle` names."""
+
+  def register_stop_handler(self, fn: Callable[[], None]) -> None:
+    with self._handlers_lock:
+      self._stop_handlers.append(fn)
+
+  def run_stop_handlers(self) -> None:
+    """Sets the stop event and calls the stop handlers once each."""
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    self.stop_event.set()
+    with self._handlers_lock:
+      handlers, self._stop_handlers = self._stop_handlers, []
+    for fn in handlers:
+      try:
+        fn()
+      except Exception:  # pylint: disable=broad-except
+        logging.exception('Stop handler %r raised.', fn)
+
+
+def register(runtime: Runtime) -> None:
+  with _lock:
+    _active.append(runtime)
+    _by_program[runtime.program_id] = runtime
+
+
+def unregister(runtime: Runtime) -> None:
+  with _lock:
+    if runtime in _active:
+      _active.remove(runtime)
+    if _by_program.get(runtime.program_id) is runtime:
+      del _by_program[runtime.program_id]
+
+
+def set_thread_runtime(runtime: Optional[Runtime]) -> None:
+  _local.runtime = runtime
+
+
+def current_runtime(required: bool = True) -> Optional[Runtime]:
+  runtime = getattr(_local, 'runtime', None)
+  if runtime is None:
+    with _lock:
+      runtime = _active[-1] if _active else None
+  if runtime is None and required:
+    raise RuntimeError(
+        'No launched program in this process: this function works inside a '
+        'node of a program started with repertory.launch.launch() (or in the '
+        "process that launched it with launch_type='test_mt').")
+  return runtime
+
+
+def runtime_for(program_id: str) -> Optional[Runtime]:
+  with _lock:
+    return _by_program.get(program_id)
+
+
+def stop() -> None:
+  """Stops the whole program (callable from any node, in any launch type).
+
+  Returns at once; every node then gets the stop event and the termination
+  notice period to finish.
+  """
+  current_runtime().request_stop('launch.stop() was called')
+
+
+def stop_event() -> threading.Event:
+  """An event set when the program is stopping; poll it in `run()` loops."""
+  return current_runtime().stop_event
+
+
+def wait_for_stop(timeout: Optional[float] = None) -> bool:
+  """Blocks until the program is stopping; returns False on `timeout` (s)."""
+  return current_runtime().stop_event.wait(timeout)
+
+
+def register_stop_handler(fn: Callable[[], None]) -> None:
+  """Calls `fn()` in this process when the program starts stopping."""
+  current_runtime().register_stop_handler(fn)
+
+
+def get_launch_type() -> Optional[str]:
+  """The launch type of the program this code runs in, or None outside one."""
+  runtime = current_runtime(required=False)
+  return runtime.launch_type if runtime is not None else None

@@ -1,0 +1,151 @@
+"""`Program`: a graph of nodes, grouped by label, launched with `launch()`."""
+
+import collections
+import contextlib
+import dataclasses
+import re
+import uuid
+from typing import Dict, Iterator, List, Optional, Union
+
+from repertory.launch import handles as handles_lib
+from repertory.launch import nodes as nodes_lib
+
+_LABEL_RE = re.compile(r'^[A-Za-z0-9_.-]+$')
+
+
+@dataclasses.dataclass
+class Unit:
+  """What one backend process (Ray actor) hosts.
+
+  Attributes:
+    unit_id: unique id, e.g. 'actor/3'.
+    label: the group label (resources are requested per label).
+    nodes: the nodes run in this process (several for a
+      MultiThreadingColocation).
+    colocate_with: for the 2nd+ processes of a MultiProcessingColocation, the
+      unit id of the first one (placed on the same machine, no resources of
+      its own).
+  """
+  unit_id: str
+  label: str
+  nodes: List[nodes_lib.Node]
+  colocate_with: Optional[str] = None
+
+
+class Program:
+  """A program graph: nodes, their groups, and the handles between them.
+
+  ```
+  program = launch.Program('consumer_producers')
+  with program.group('consumer'):
+    consumer = program.add_node(launch.CourierNode(Consumer))
+  with program.group('producer'):
+    for i in range(3):
+      program.add_node(launch.PyNode(produce, i, consumer))
+  launch.launch(program)
+  ```
+  """
+
+  def __init__(self, name: str):
+    if not isinstance(name, str) or not _LABEL_RE.match(name):
+      raise ValueError(f'Program name {name!r} must be a non-empty string of '
+                       'letters, digits, "_", "." or "-".')
+    self.name = name
+    self.program_id = uuid.uuid4().hex
+    self._groups: Dict[str, List[nodes_lib.Node]] = collections.OrderedDict()
+    self._current_group: Optional[str] = None
+    self._counts: Dict[str, int] = collections.Counter()
+    self._units: List[Unit] = []
+
+  @contextlib.contextmanager
+  def group(self, label: str) -> Iterator[None]:
+    """Nodes added inside `with program.group(label):` get this label."""
+    self._check_label(label)
+    if self._current_group is not None:
+      raise ValueError(f'Groups cannot be nested: group {label!r} opened '
+                       f'inside group {self._current_group!r}.')
+    self._current_group = label
+    try:
+      yield
+    finally:
+      self._current_group = None
+
+  @property
+  def groups(self) -> Dict[str, List[nodes_lib.Node]]:
+    """Label -> the nodes added with that label, in order."""
+    return dict(self._groups)
+
+  @property
+  def units(self) -> List[Unit]:
+    return list(self._units)
+
+  def add_node(
+      self, node: nodes_lib.Node, label: Optional[str] = None
+  ) -> Union[handles_lib.Handle, List[handles_lib.Handle]]:
+    """Adds `node`; returns its handle (a list of handles for a colocation).
+
+    Args:
+      node: a PyNode, PyClassNode, CourierNode, ReverbNode or a colocation.
+      label: the node's group label; defaults to the enclosing
+        `program.group(...)`, else to a name derived from the node.
+    """
+    if not isinstance(node, nodes_lib.Node):
+      raise TypeError(f'add_node takes a node (PyNode, PyClassNode, '
+                      f'CourierNode, ReverbNode, MultiThreadingColocation, '
+                      f'MultiProcessingColocation), got {node!r}.')
+    if node.node_id is not None:
+      raise ValueError(f'{node.description} was already added as '
+                       f'{node.node_id!r}.')
+    if label is None:
+      label = self._current_group or node.default_label
+    self._check_label(label)
+    index = self._counts[label]
+    self._counts[label] += 1
+    node_id = f'{label}/{index}'
+    self._groups.setdefault(label, []).append(node)
+    if isinstance(node, nodes_lib.MultiThreadingColocation):
+      self._assign(node, node_id, label, node_id)
+      subs = [self._assign(n, f'{node_id}.{j}', label, node_id)
+              for j, n in enumerate(node.nodes)]
+      self._units.append(Unit(node_id, label, list(node.nodes)))
+      return subs
+    if isinstance(node, nodes_lib.MultiProcessingColocation):
+      self._assign(node, node_id, label, None)
+      subs = []
+      first = None
+      for j, n in enumerate(node.nodes):
+        sub_id = f'{node_id}.{j}'
+        subs.append(self._assign(n, sub_id, label, sub_id))
+        self._units.append(Unit(sub_id, label, [n], colocate_with=first))
+        first = first or sub_id
+      return subs
+    handle = self._assign(node, node_id, label, node_id)
+    self._units.append(Unit(node_id, label, [node]))
+    return handle
+
+  def _assign(self, node, node_id, label, unit_id) -> handles_lib.Handle:
+    if node.node_id is not None:
+      raise ValueError(f'{node.description} was already added as '
+                       f'{node.node_id!r}.')
+    node.node_id = node_id
+    node.label = label
+    handle = node.create_handle()
+    handle._program_id = self.program_id  # pylint: disable=protected-access
+    handle._node_id = node_id  # pylint: disable=protected-access
+    handle._unit_id = unit_id  # pylint: disable=protected-access
+    handle._label = label  # pylint: disable=protected-access
+    return handle
+
+  def all_nodes(self) -> List[nodes_lib.Node]:
+    """Every runnable node (colocations expanded)."""
+    return [n for unit in self._units for n in unit.nodes]
+
+  @staticmethod
+  def _check_label(label: str) -> None:
+    if not isinstance(label, str) or not _LABEL_RE.match(label):
+      raise ValueError(f'Group label {label!r} must be a non-empty string of '
+                       'letters, digits, "_", "." or "-".')
+
+  def __repr__(self) -> str:
+    return (f'Program({self.name!r}, groups='
+            f'{ {k: len(v) for k, v in self._groups.items()} })')

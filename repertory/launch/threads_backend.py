@@ -1,0 +1,100 @@
+"""`test_mt` / `local_mt`: every node in a thread of the calling process."""
+
+import concurrent.futures
+import threading
+import time
+from typing import Optional
+
+from absl import logging
+
+from repertory.launch import context
+from repertory.launch import errors
+from repertory.launch import handles as handles_lib
+from repertory.launch import hosting
+from repertory.launch import program as program_lib
+
+
+class ThreadRuntime(context.Runtime):
+  """Hosts a whole program in threads of this process."""
+
+  def __init__(self, program: program_lib.Program, launch_type: str,
+               termination_notice_secs: float,
+               connect_timeout: Optional[float] = (
+                   handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS)):
+    super().__init__(program.program_id, launch_type)
+    self.program = program
+    self._notice_secs = termination_notice_secs
+    self._connect_timeout = connect_timeout
+    self._executor = concurrent.futures.ThreadPoolExecutor(
+        max_workers=256, thread_name_prefix=f'{program.name}-futures')
+    self.host = hosting.NodeHost(
+        self, program.all_nodes(), host_ip='localhost',
+        on_error=self._on_error, on_finished=self._on_finished)
+    self.error: Optional[errors.NodeError] = None
+    self.done = threading.Event()
+    self._stop_lock = threading.Lock()
+    self._stopping = False
+
+  def start(self) -> None:
+    context.register(self)
+    self.host.start()
+    if not self.host.records:
+      self.request_stop('the program has no nodes')
+
+  def client(self, handle: handles_lib.Handle):
+    node_id = handle._node_id  # pylint: disable=protected-access
+    record = self.host.record(node_id)
+    if handle._kind == 'courier':  # pylint: disable=protected-access
+      return hosting.LocalCourierClient(self.host, handle, self._executor,
+                                        self._connect_timeout)
+    if handle._kind == 'reverb':  # pylint: disable=protected-access
+      import reverb  # pylint: disable=g-import-not-at-top
+      handles_lib.wait_with_log(
+          lambda t: self.host.wait_ready(node_id, t),
+          f"Reverb node '{node_id}' to come up", self._connect_timeout)
+      return reverb.Client(record.built.address)
+    raise errors.LaunchError(
+        f"The handle of node '{node_id}' ({record.node.description}) cannot "
+        'be dereferenced: only CourierNode and ReverbNode handles can.')
+
+  def _on_error(self, record: hosting.NodeRecord) -> None:
+    with self._stop_lock:
+      if self.error is None:
+        self.error = errors.NodeError(record.node.label, record.node.node_id,
+                                      record.error)
+    self.request_stop(f'node {record.node.node_id} failed')
+
+  def _on_finished(self, record: hosting.NodeRecord) -> None:
+    del record
+    if self.host.all_done():
+      self.request_stop('every node finished')
+
+  def request_stop(self, reason: str) -> None:
+    with self._stop_lock:
+      if self._stopping:
+        return
+      self._stopping = True
+    threading.Thread(target=self._stop, args=(reason,), daemon=True,
+                     name=f'{self.program.name}-stopper').start()
+
+  def _stop(self, reason: str) -> None:
+    logging.info('Stopping program %r: %s.', self.program.name, reason)
+    try:
+      self.run_stop_handlers()
+      deadline = time.monotonic() + self._notice_secs
+      still = self.host.join(deadline)
+      if still:
+        logging.warning(
+            'Nodes %s did not stop within the termination notice of %.1f s; '
+            'their daemon threads are abandoned.', still, self._notice_secs)
+      self.host.cleanup()
+      self._executor.shutdown(wait=False, cancel_futures=True)
+    finally:
+      context.unregister(self)
+      self.done.set()
+
+  def wait_done(self, timeout: Optional[float]) -> bool:
+    return self.done.wait(timeout)
+
+  def finalize(self) -> None:
+    pass
