@@ -1,6 +1,7 @@
 """Nodes: the units of work of a program graph (Launchpad's node types)."""
 
 import dataclasses
+import re
 import threading
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -25,6 +26,11 @@ class Built:
   serves: bool = False                        # keeps serving after run()
   on_stop: Optional[Callable[[], None]] = None  # cleanup after run ended
   address: Optional[str] = None               # a Reverb server's address
+
+
+def _label_of(fn: Any, fallback: str) -> str:
+  name = re.sub(r'[^A-Za-z0-9_.-]+', '_', getattr(fn, '__name__', '')).strip('_')
+  return name.lower() or fallback
 
 
 def _name(fn: Any) -> str:
@@ -81,7 +87,7 @@ class PyNode(Node):
 
   @property
   def default_label(self) -> str:
-    return getattr(self._fn, '__name__', 'py_node').lower()
+    return _label_of(self._fn, 'py_node')
 
   def arguments(self) -> List[Any]:
     return [self._args, self._kwargs]
@@ -114,7 +120,7 @@ class PyClassNode(Node):
 
   @property
   def default_label(self) -> str:
-    return getattr(self._ctor, '__name__', 'node').lower()
+    return _label_of(self._ctor, 'node')
 
   def arguments(self) -> List[Any]:
     return [self._args, self._kwargs]

@@ -1,0 +1,175 @@
+"""batched_handler: concurrent calls are stacked, run once, split back."""
+
+import collections
+import threading
+
+import numpy as np
+import pytest
+
+from repertory import launch
+
+Out = collections.namedtuple('Out', ['doubled', 'total'])
+
+
+def call_concurrently(fn, inputs):
+  """Calls fn(x) for every x from its own thread; returns the results."""
+  results = [None] * len(inputs)
+  errors = [None] * len(inputs)
+
+  def worker(i):
+    try:
+      results[i] = fn(inputs[i])
+    except Exception as e:  # pylint: disable=broad-except
+      errors[i] = e
+  threads = [threading.Thread(target=worker, args=(i,))
+             for i in range(len(inputs))]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(60)
+  return results, errors
+
+
+class Doubler:
+
+  def __init__(self):
+    self.shapes = []
+
+  @launch.batched_handler(batch_size=4, timeout=30.0)
+  def double(self, x):
+    self.shapes.append(x.shape)
+    return 2 * x
+
+
+def test_concurrent_calls_are_stacked_into_one_batch():
+  server = Doubler()
+  inputs = [np.array([i, i + 1], np.float32) for i in range(4)]
+  results, errors = call_concurrently(server.double, inputs)
+  assert errors == [None] * 4
+  assert server.shapes == [(4, 2)]
+  for x, y in zip(inputs, results):
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_partial_batch_runs_when_the_timeout_expires():
+
+  class Server:
+
+    def __init__(self):
+      self.sizes = []
+
+    @launch.batched_handler(batch_size=64, timeout=0.05)
+    def f(self, x):
+      self.sizes.append(len(x))
+      return x + 1
+  server = Server()
+  results, errors = call_concurrently(server.f, [1, 2, 3])
+  assert errors == [None] * 3
+  assert results == [2, 3, 4]
+  assert sum(server.sizes) == 3 and max(server.sizes) <= 3
+
+
+def test_nested_arguments_keyword_arguments_and_nested_results():
+
+  class Server:
+
+    @launch.batched_handler(batch_size=3, timeout=30.0)
+    def f(self, obs, scale=None):
+      assert obs['a'].shape == (3, 2) and obs['b'][0].shape == (3,)
+      doubled = {'a': obs['a'] * scale[:, None], 'b': obs['b'][0] * scale}
+      return Out(doubled=doubled, total=obs['a'].sum(axis=1) + obs['b'][0])
+  server = Server()
+  inputs = [({'a': np.full(2, i, np.float32), 'b': (np.float32(i),)}, i + 1)
+            for i in range(3)]
+  results, errors = call_concurrently(
+      lambda xs: server.f(xs[0], scale=np.float32(xs[1])), inputs)
+  assert errors == [None] * 3
+  for i, result in enumerate(results):
+    assert isinstance(result, Out)
+    np.testing.assert_array_equal(result.doubled['a'], [i * (i + 1)] * 2)
+    assert result.doubled['b'] == i * (i + 1)
+    assert result.total == 3 * i
+
+
+def test_pad_batch_pads_to_batch_size_and_returns_the_real_rows():
+
+  class Server:
+
+    def __init__(self):
+      self.shapes = []
+
+    @launch.batched_handler(batch_size=4, timeout=0.0, pad_batch=True)
+    def f(self, x):
+      self.shapes.append(x.shape)
+      return x * 10
+  server = Server()
+  assert server.f(np.int32(3)) == 30
+  assert server.shapes == [(4,)]
+
+
+def test_an_error_in_the_batched_method_reaches_every_caller():
+
+  class Server:
+
+    @launch.batched_handler(batch_size=2, timeout=30.0)
+    def f(self, x):
+      raise RuntimeError(f'bad batch {x.tolist()}')
+  results, errors = call_concurrently(Server().f, [1, 2])
+  assert results == [None, None]
+  assert all(isinstance(e, RuntimeError) and 'bad batch' in str(e)
+             for e in errors)
+
+
+def test_results_without_a_batch_dimension_are_rejected():
+
+  class Server:
+
+    @launch.batched_handler(batch_size=1, timeout=0.0)
+    def f(self, x):
+      return {'scalar': np.float32(1.0)}
+  with pytest.raises(ValueError, match='leading dimension'):
+    Server().f(np.zeros(3))
+
+
+def test_calls_of_different_structures_are_rejected():
+
+  class Server:
+
+    @launch.batched_handler(batch_size=2, timeout=30.0)
+    def f(self, x):
+      return x
+  _, errors = call_concurrently(Server().f, [1, (1, 2)])
+  assert all(isinstance(e, ValueError) and 'same structure' in str(e)
+             for e in errors)
+
+
+def test_max_parallelism_runs_batches_at_the_same_time():
+  barrier = threading.Barrier(2, timeout=20)
+
+  class Server:
+
+    @launch.batched_handler(batch_size=1, timeout=0.0, max_parallelism=2)
+    def f(self, x):
+      barrier.wait()  # Passes only if two batches run concurrently.
+      return x
+  results, errors = call_concurrently(Server().f, [1, 2])
+  assert errors == [None, None]
+  assert results == [1, 2]
+
+
+def test_each_instance_batches_its_own_calls():
+  a, b = Doubler(), Doubler()
+  results, _ = call_concurrently(
+      lambda i: (a if i % 2 else b).double(np.float32(i)), list(range(8)))
+  assert results == [2.0 * i for i in range(8)]
+  assert a.shapes == [(4,)] and b.shapes == [(4,)]
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(batch_size=0, timeout=1.0),
+    dict(batch_size=2, timeout=-1.0),
+    dict(batch_size=2, timeout=1.0, max_parallelism=0),
+])
+def test_bad_configuration_is_rejected(kwargs):
+  with pytest.raises(ValueError):
+    launch.batched_handler(**kwargs)
