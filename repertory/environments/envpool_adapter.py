@@ -114,8 +114,10 @@ class EnvPoolBatchedEnvironment(batched.BatchedEnvironment):
           task, num_envs=num_envs, batch_size=num_envs,
           num_threads=num_threads,
           seed=_random_seed() if seed is None else int(seed), **kwargs)
+      observation_space = self._pool.observation_space
+      action_space = self._pool.action_space
     observation_spec = _simplify_bounds(
-        gym_adapter.space_to_spec(self._pool.observation_space))
+        gym_adapter.space_to_spec(observation_space))
     self._transpose = (channels_last and
                        isinstance(observation_spec, dm_env.specs.Array) and
                        len(observation_spec.shape) == 3)
@@ -127,9 +129,8 @@ class EnvPoolBatchedEnvironment(batched.BatchedEnvironment):
           maximum=_channels_last(observation_spec.maximum),
           name=observation_spec.name)
     self._observation_spec = observation_spec
-    self._action_spec = gym_adapter.space_to_spec(self._pool.action_space,
-                                                  'action')
-    self._action_dtype = self._pool.action_space.dtype
+    self._action_spec = gym_adapter.space_to_spec(action_space, 'action')
+    self._action_dtype = action_space.dtype
     self._last = np.zeros(num_envs, dtype=bool)
     self._started = False
     self._closed = False
