@@ -1,0 +1,7 @@
+"""Central batched inference (SEED RL): `InferenceServer`.
+
+Importing this package imports neither TensorFlow nor Reverb (the server's
+policy and adders import them inside the server's process).
+"""
+
+from repertory.components.inference.server import InferenceServer

@@ -1,0 +1,174 @@
+"""IMPALA's actors: a batched actor node that writes unrolls, and a
+single-environment actor for evaluation.
+
+The actor node holds a local copy of the policy, steps `envs_per_actor`
+environments with one policy call per step, writes `[T + 1]` unrolls with
+behaviour logits (and the LSTM state) through `UnrollAdder` into the Reverb
+queue, and refreshes its weights from the learner every
+`variable_update_period` steps through a `VariableClient`.
+"""
+
+from typing import Any, Optional
+
+import dm_env
+import numpy as np
+
+from repertory import core
+from repertory import launch
+from repertory.agents.impala import config as config_lib
+from repertory.agents.impala import networks as networks_lib
+from repertory.components import variables
+from repertory.components.evaluation import episodes
+
+
+def limit_tf_threads() -> None:
+  """One intra-op and one inter-op thread: many actors share few cores."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:  # TF already initialised in this process (threads).
+    pass
+
+
+class ImpalaActor(core.Worker):
+  """An actor node of IMPALA: `run()` acts until the program stops."""
+
+  def __init__(self,
+               actor_id: int,
+               config: config_lib.Config,
+               env_spec: str,
+               num_envs: int,
+               seed: int,
+               learner: Any,
+               replay: Any,
+               table: str,
+               counter: Any = None,
+               monitor: Any = None):
+    """Builds the environments, the policy, the variable client and adder.
+
+    Args:
+      actor_id: this actor's index (recorded in every unroll).
+      config: the agent's `Config`.
+      env_spec: an environment spec for `repertory.environments`.
+      num_envs: environments stepped per policy call.
+      seed: environment i gets seed + i; also seeds action sampling.
+      learner: the variable source (the learner's handle, dereferenced).
+      replay: a `reverb.Client` of the queue's server.
+      table: the queue's name.
+      counter: optional counter client (actor_steps).
+      monitor: optional run monitor client (finished episodes).
+    """
+    limit_tf_threads()
+    from repertory import environments  # pylint: disable=g-import-not-at-top
+    from repertory.components import adders  # pylint: disable=g-import-not-at-top
+    self._actor_id = actor_id
+    self._config = config
+    self._num_envs = num_envs
+    self._env = environments.make_batched(
+        env_spec, num_envs, seed=seed,
+        kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
+    observation_spec = self._env.observation_spec()
+    action_spec = self._env.action_spec()
+    network = networks_lib.make_network(config, observation_spec, action_spec)
+    self._policy = networks_lib.Policy(network, seed=seed)
+    self._client = variables.VariableClient(
+        learner, networks_lib.POLICY,
+        update_period=config.variable_update_period)
+    num_actions = networks_lib.num_actions(action_spec)
+    self._adder = adders.UnrollAdder(
+        replay, table, unroll_length=config.unroll_length, num_envs=num_envs,
+        actor_id=actor_id,
+        environment_spec=adders.EnvironmentSpec(
+            observation_spec, action_spec, None, None),
+        extras_spec={'logits': np.zeros((num_actions,), np.float32)},
+        core_state_spec=networks_lib.state_spec(config))
+    self._reporter = episodes.ActorReporter(counter, monitor)
+    self._episodes = episodes.EpisodeTracker(num_envs)
+    self._version = -1
+    self.steps = 0
+
+  def _refresh_weights(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    if self._client.version != self._version:
+      self._policy.set_weights(self._client.params)
+      self._version = self._client.version
+      self._adder.set_policy_version(self._version)
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    """Acts until the program stops (or for `num_steps` batched steps)."""
+    stop = launch.stop_event() if num_steps is None else None
+    try:
+      self._run(stop, num_steps)
+    except Exception:  # pylint: disable=broad-except
+      if stop is not None and stop.is_set():
+        return  # Reverb or the learner went away while stopping: expected.
+      raise
+    finally:
+      self._env.close()
+
+  def _run(self, stop, num_steps: Optional[int]) -> None:
+    self._refresh_weights(wait=True)
+    timestep = self._env.reset()
+    self._adder.add_first(timestep)
+    self._episodes.observe(timestep.step_type, timestep.reward)
+    state = self._policy.initial_state(self._num_envs)
+    unroll = self._config.unroll_length
+    steps_since_report = 0
+    while (stop is None or not stop.is_set()) and (
+        num_steps is None or self.steps < num_steps):
+      action, extras, next_state = self._policy.step(
+          timestep.observation, state, timestep.first())
+      timestep = self._env.step(action)
+      self._adder.add(action, timestep, extras=extras,
+                      core_state=state if self._policy.recurrent else None)
+      state = next_state
+      self._episodes.observe(timestep.step_type, timestep.reward)
+      self.steps += 1
+      steps_since_report += 1
+      if steps_since_report == unroll:
+        self._reporter.report(steps_since_report * self._num_envs,
+                              *self._episodes.pop())
+        steps_since_report = 0
+      self._refresh_weights()
+    self._reporter.report(steps_since_report * self._num_envs,
+                          *self._episodes.pop())
+
+
+class EvalActor(core.Actor):
+  """One environment, no adder: acts with the learner's latest weights."""
+
+  def __init__(self, config: config_lib.Config, env_spec: str,
+               variable_source: Any, greedy: bool = True, seed: int = 0):
+    limit_tf_threads()
+    observation_spec, action_spec = networks_lib.environment_specs(env_spec)
+    network = networks_lib.make_network(config, observation_spec, action_spec)
+    self._policy = networks_lib.Policy(network, greedy=greedy, seed=seed)
+    self._client = variables.VariableClient(variable_source,
+                                            networks_lib.POLICY)
+    self._state = self._policy.initial_state(1)
+    self._first = True
+
+  def select_action(self, observation: Any) -> Any:
+    batched = np.asarray(observation)[None]
+    action, _, self._state = self._policy.step(
+        batched, self._state, np.array([self._first]))
+    self._first = False
+    return action[0]
+
+  def observe_first(self, timestep: dm_env.TimeStep) -> None:
+    self._first = True
+
+  def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    if self._client.variables:
+      self._policy.set_weights(self._client.params)
+
+
+def make_eval_actor(config: config_lib.Config, env_spec: str,
+                    variable_source: Any) -> EvalActor:
+  """`make_eval_actor(variable_source)` for the run monitor (use a partial)."""
+  return EvalActor(config, env_spec, variable_source)

@@ -1,0 +1,299 @@
+"""The V-trace learner of IMPALA (Espeholt et al. 2018, arXiv:1802.01561),
+shared by the IMPALA and SEED agents.
+
+One step: sample a batch of unrolls from the Reverb queue, measure the policy
+lag of each (learner version - behaviour version), drop those beyond
+`max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute
+V-trace targets, apply one clipped Adam update and publish the new weights.
+
+Unroll layout (`repertory.components.adders.UnrollAdder`): step t holds the
+timestep o_t (with the reward and discount that came with it) and the
+actor's action a_t and behaviour logits on o_t. Transition t -> t+1 is
+(a_t, reward[t+1], discount[t+1]); it is not a real transition when step t+1
+is FIRST (the batched environment reset there and ignored a_t), and those
+are masked out of the loss.
+"""
+
+import time
+from typing import Any, Dict, Optional, Sequence
+
+from absl import logging
+import dm_env
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+import tree
+
+from repertory import core
+from repertory import launch
+from repertory.agents.impala import config as config_lib
+from repertory.agents.impala import networks as networks_lib
+from repertory.components import losses
+from repertory.components import networks
+from repertory.components import variables
+
+_FIRST = int(dm_env.StepType.FIRST)
+# log ρ of masked transitions: exp() is exactly 0 in float32, so V-trace gives
+# them ρ = c = 0 (no TD error, the trace is cut) and the policy-gradient
+# advantage is 0.
+_MASKED_LOG_RHO = -1e9
+
+
+def _time_major(x: tf.Tensor) -> tf.Tensor:
+  """[B, T, ...] -> [T, B, ...]."""
+  perm = [1, 0] + list(range(2, x.shape.rank))
+  return tf.transpose(x, perm)
+
+
+def make_logger(label: str, logdir: Optional[str]):
+  """The data path's logger if available; a small absl logger otherwise."""
+  try:
+    from repertory.components import loggers  # pylint: disable=g-import-not-at-top
+    make = getattr(loggers, 'make_logger')
+  except (ImportError, AttributeError):
+    make = None
+  if make is not None:
+    return make(label, logdir=logdir)
+  return _AbslLogger(label)
+
+
+class _AbslLogger:
+  """Writes metrics as one absl log line (fallback)."""
+
+  def __init__(self, label: str):
+    self._label = label
+
+  def write(self, values: Dict[str, Any]) -> None:
+    logging.info('%s: %s', self._label, ' '.join(
+        f'{k}={float(v):.4g}' for k, v in sorted(values.items())))
+
+  def close(self) -> None:
+    pass
+
+
+class VTraceLearner(core.Learner):
+  """IMPALA's learner: V-trace, clipped Adam, versioned weights.
+
+  Serves `get_variables(['policy'])` (as a `core.VariableSource`) while it
+  trains; `run()` steps until the program stops; `step()` is one update.
+  """
+
+  def __init__(self,
+               config: config_lib.Config,
+               observation_spec: Any,
+               action_spec: Any,
+               replay: Any,
+               table: str,
+               counter: Any = None,
+               logdir: Optional[str] = None,
+               seed: int = 0):
+    """Builds the network, the optimizer and the dataset.
+
+    Args:
+      config: the agent's `Config`.
+      observation_spec: the spec of ONE environment's observation.
+      action_spec: the spec of ONE environment's (discrete) action.
+      replay: a `reverb.Client` of the server holding `table`.
+      table: the queue of unrolls.
+      counter: optional `Counter` (or its handle) for learner counts.
+      logdir: where the learner's metrics go.
+      seed: seeds the network's initial weights.
+    """
+    tf.random.set_seed(seed)
+    self._config = config
+    self._network = networks_lib.make_network(config, observation_spec,
+                                              action_spec)
+    self._recurrent = networks_lib.is_recurrent(self._network)
+    self._optimizer = snt.optimizers.Adam(config.learning_rate,
+                                          epsilon=config.adam_epsilon)
+    self._store = variables.VariableStore({networks_lib.POLICY:
+                                           self._weights()})  # Version 0.
+    self._replay = replay
+    self._table = table
+    self._counter = counter
+    self._logger = make_logger('learner', logdir)
+    self._iterator = None
+    self._steps = 0
+    self._last_log = time.time()
+    self._pending = {'learner_steps': 0, 'policy_lag_sum': 0.0,
+                     'policy_lag_items': 0, 'dropped_stale': 0}
+
+  # --- VariableSource -------------------------------------------------------
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  @property
+  def version(self) -> int:
+    return self._store.version
+
+  @property
+  def network(self) -> snt.Module:
+    return self._network
+
+  def _weights(self) -> Dict[str, np.ndarray]:
+    return networks.get_variables(self._network)
+
+  # --- learning -------------------------------------------------------------
+
+  def _dataset(self) -> tf.data.Dataset:
+    import reverb  # pylint: disable=g-import-not-at-top
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        server_address=self._replay.server_address,
+        table=self._table,
+        max_in_flight_samples_per_worker=2 * self._config.batch_size,
+        rate_limiter_timeout_ms=1000)
+    return dataset.batch(self._config.batch_size, drop_remainder=True)
+
+  def _sample(self, stop=None):
+    """Next batch of unrolls; waits (logging) while the queue is empty.
+
+    Returns None if `stop` is set while waiting.
+    """
+    waited = 0.0
+    while True:
+      if self._iterator is None:
+        self._iterator = iter(self._dataset())
+      try:
+        return next(self._iterator)
+      except StopIteration:
+        # rate_limiter_timeout_ms passed with no data: the iterator ended.
+        self._iterator = None
+        waited += 1.0
+        if stop is not None and stop.is_set():
+          return None
+        if waited % 30 == 0:
+          logging.info('Learner waiting for unrolls in table %r (%.0f s).',
+                       self._table, waited)
+
+  @tf.function
+  def _sgd_step(self, data: Dict[str, Any], keep: tf.Tensor
+                ) -> Dict[str, tf.Tensor]:
+    """One update on a batch of unrolls; `keep` [B] bool drops stale ones."""
+    c = self._config
+    observation = tf.nest.map_structure(_time_major, data['observation'])
+    step_type = _time_major(data['step_type'])                    # [T+1, B]
+    actions = _time_major(data['action'])[:-1]                   # [T, B]
+    behaviour_logits = _time_major(data['extras']['logits'])[:-1]  # [T, B, A]
+    r_t = _time_major(data['reward'])[1:]                         # [T, B]
+    discount_t = c.discount * _time_major(data['discount'])[1:]   # [T, B]
+    reset = tf.equal(step_type, _FIRST)                           # [T+1, B]
+    mask = tf.logical_and(tf.logical_not(reset[1:]), keep[None])  # [T, B]
+    maskf = tf.cast(mask, tf.float32)
+    state = (data['core_state'] if self._recurrent
+             else self._network.initial_state(0))
+
+    with tf.GradientTape() as tape:
+      outputs, _ = self._network.unroll(observation, state, reset)
+      logits = outputs.logits[:-1]                                # [T, B, A]
+      v_tm1 = outputs.value[:-1]                                  # [T, B]
+      bootstrap_value = outputs.value[-1]                         # [B]
+      target_log_prob = losses.categorical_log_prob(logits, actions)
+      behaviour_log_prob = losses.categorical_log_prob(behaviour_logits,
+                                                       actions)
+      log_rhos = tf.where(mask, target_log_prob - behaviour_log_prob,
+                          _MASKED_LOG_RHO)
+      returns = losses.vtrace(
+          tf.stop_gradient(v_tm1), tf.stop_gradient(bootstrap_value), r_t,
+          discount_t, tf.stop_gradient(log_rhos), lambda_=c.vtrace_lambda,
+          clip_rho_threshold=c.clip_rho_threshold,
+          clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+      count = tf.maximum(tf.reduce_sum(maskf), 1.0)
+      policy_loss = -tf.reduce_sum(
+          maskf * returns.pg_advantages * target_log_prob) / count
+      baseline_loss = 0.5 * tf.reduce_sum(
+          maskf * tf.square(returns.vs - v_tm1)) / count
+      entropy = tf.reduce_sum(
+          maskf * losses.categorical_entropy(logits)) / count
+      loss = (policy_loss + c.baseline_cost * baseline_loss
+              - c.entropy_cost * entropy)
+
+    params = self._network.trainable_variables
+    gradients = tape.gradient(loss, params)
+    gradients, gradient_norm = tf.clip_by_global_norm(gradients,
+                                                      c.max_gradient_norm)
+    self._optimizer.apply(gradients, params)
+    return {
+        'losses/total': loss,
+        'losses/policy': policy_loss,
+        'losses/baseline': baseline_loss,
+        'losses/entropy': entropy,
+        'charts/gradient_norm': gradient_norm,
+        'charts/mean_rho': tf.reduce_sum(maskf * tf.exp(log_rhos)) / count,
+        'charts/mean_vs': tf.reduce_sum(maskf * returns.vs) / count,
+    }
+
+  def step(self, stop=None) -> Optional[Dict[str, float]]:
+    """One learner step; returns its metrics (None if stopped waiting)."""
+    sample = self._sample(stop)
+    if sample is None:
+      return None
+    data = sample.data
+    behaviour_version = data['policy_version'].numpy()            # [B]
+    lag = self.version - behaviour_version
+    if self._config.max_policy_lag is None:
+      keep = np.ones_like(lag, bool)
+    else:
+      keep = lag <= self._config.max_policy_lag
+    num_kept = int(keep.sum())
+    metrics = {}
+    if num_kept:
+      metrics = {k: float(v) for k, v in
+                 self._sgd_step(dict(data), tf.constant(keep)).items()}
+      self._store.publish({networks_lib.POLICY: self._weights()})
+    self._steps += 1
+    metrics.update({
+        'learner/steps': self._steps,
+        'learner/version': self.version,
+        'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
+        'charts/dropped_stale': int(len(keep) - num_kept),
+    })
+    self._count(learner_steps=1, policy_lag_sum=float(lag[keep].sum()),
+                policy_lag_items=num_kept,
+                dropped_stale=int(len(keep) - num_kept))
+    if self._steps % self._config.learner_log_every == 0:
+      now = time.time()
+      metrics['learner/steps_per_second'] = (
+          self._config.learner_log_every / max(now - self._last_log, 1e-9))
+      self._last_log = now
+      self._logger.write(metrics)
+    return metrics
+
+  def _count(self, **counts) -> None:
+    """Adds to the counter, batching calls to about 10 per second."""
+    for key, value in counts.items():
+      self._pending[key] += value
+    if self._counter is None:
+      return
+    now = time.monotonic()
+    if now - getattr(self, '_last_count', 0.0) < 0.1:
+      return
+    self._last_count = now
+    pending, self._pending = self._pending, {k: 0 for k in self._pending}
+    self._counter.futures.increment(**pending)
+
+  def flush_counts(self) -> None:
+    """Sends counts not yet sent to the counter."""
+    if self._counter is not None and any(self._pending.values()):
+      pending, self._pending = self._pending, {k: 0 for k in self._pending}
+      self._counter.increment(**pending)
+
+  def run(self) -> None:
+    stop = launch.stop_event()
+    if not self._config.train:  # Serve the initial weights only.
+      while not stop.wait(60.0):
+        logging.info('Learner with train=False: serving version 0.')
+      return
+    try:
+      while not stop.is_set():
+        self.step(stop)
+    except Exception:  # pylint: disable=broad-except
+      if stop.is_set():  # The queue went away while stopping: expected.
+        logging.info('Learner stopped while waiting for data.')
+        return
+      raise
+    finally:
+      try:
+        self.flush_counts()
+      except Exception:  # pylint: disable=broad-except
+        pass

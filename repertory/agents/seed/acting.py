@@ -1,0 +1,88 @@
+"""SEED's actor: steps environments only; the inference server acts.
+
+This module must not import TensorFlow (tested): an actor process of SEED
+holds environments and a client of the server, nothing else.
+"""
+
+import os
+from typing import Any, Optional
+
+import numpy as np
+
+from repertory import core
+from repertory import launch
+from repertory.agents.impala import config as config_lib
+from repertory.components.evaluation import episodes
+
+
+class SeedActor(core.Worker):
+  """Steps `num_envs` environments; one server call per batched step."""
+
+  def __init__(self,
+               actor_id: int,
+               env_spec: str,
+               num_envs: int,
+               seed: int,
+               server: Any,
+               batched_env_kind: str = 'auto',
+               report_every: int = 20,
+               counter: Any = None,
+               monitor: Any = None):
+    """Builds the environments.
+
+    Args:
+      actor_id: this actor's id (unique among the server's actors).
+      env_spec: an environment spec for `repertory.environments`.
+      num_envs: environments stepped together (one server call per step).
+      seed: environment i gets seed + i.
+      server: the inference server's client (a dereferenced handle).
+      batched_env_kind: see `impala.Config.batched_env_kind`.
+      report_every: send steps and finished episodes every this many steps.
+      counter: optional counter client (actor_steps).
+      monitor: optional run monitor client (finished episodes).
+    """
+    from repertory import environments  # pylint: disable=g-import-not-at-top
+    self._actor_id = np.int64(actor_id)
+    # A new id per actor process: the server resets this actor's states when
+    # it sees a new one (a restarted actor).
+    self._run_id = np.int64(int.from_bytes(os.urandom(7), 'little'))
+    self._num_envs = num_envs
+    self._env = environments.make_batched(
+        env_spec, num_envs, seed=seed,
+        kind=config_lib.batched_env_kind(batched_env_kind, env_spec))
+    self._server = server
+    self._report_every = report_every
+    self._reporter = episodes.ActorReporter(counter, monitor)
+    self._episodes = episodes.EpisodeTracker(num_envs)
+    self.steps = 0
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    """Acts until the program stops (or for `num_steps` batched steps)."""
+    stop = launch.stop_event() if num_steps is None else None
+    try:
+      self._run(stop, num_steps)
+    except Exception:  # pylint: disable=broad-except
+      if stop is not None and stop.is_set():
+        return  # The server went away while stopping: expected.
+      raise
+    finally:
+      self._env.close()
+
+  def _run(self, stop, num_steps: Optional[int]) -> None:
+    timestep = self._env.reset()
+    self._episodes.observe(timestep.step_type, timestep.reward)
+    since_report = 0
+    while (stop is None or not stop.is_set()) and (
+        num_steps is None or self.steps < num_steps):
+      action = self._server.inference(
+          self._actor_id, self._run_id, timestep.step_type, timestep.reward,
+          timestep.discount, timestep.observation)
+      timestep = self._env.step(action)
+      self._episodes.observe(timestep.step_type, timestep.reward)
+      self.steps += 1
+      since_report += 1
+      if since_report == self._report_every:
+        self._reporter.report(since_report * self._num_envs,
+                              *self._episodes.pop())
+        since_report = 0
+    self._reporter.report(since_report * self._num_envs, *self._episodes.pop())

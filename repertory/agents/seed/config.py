@@ -1,0 +1,61 @@
+"""SEED RL's hyperparameters: IMPALA's plus the inference server's.
+
+Like IMPALA's config module, this imports no TensorFlow.
+"""
+
+import dataclasses
+
+from repertory.agents.impala import config as impala_config
+
+PLACEMENTS = ('learner', 'separate')
+
+
+@dataclasses.dataclass
+class Config(impala_config.Config):
+  """SEED's settings: every IMPALA field (same learner, same meaning) plus
+  those of the central inference server.
+
+  `variable_update_period` counts inference batches here: each inference
+  server pulls new weights from the learner every this many batches.
+
+  Attributes (besides IMPALA's):
+    max_batch_size: the most actor calls (each carrying an actor's
+      `envs_per_actor` timesteps) one forward pass serves; 0 means all the
+      actors a server serves.
+    batch_timeout_ms: a partial batch is served this long after its first
+      call arrived.
+    inference_placement: 'learner' runs the inference servers in the
+      learner's process (SEED's design: inference on the learner's
+      accelerator); 'separate' gives them processes of their own (group
+      'inference').
+    num_inference_servers: how many servers; actor i talks to server
+      i % num_inference_servers.
+  """
+  variable_update_period: int = 1
+  max_batch_size: int = 0
+  batch_timeout_ms: float = 2.0
+  inference_placement: str = 'learner'
+  num_inference_servers: int = 1
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.max_batch_size < 0:
+      raise ValueError('Config.max_batch_size must be >= 0 (0: all actors of '
+                       f'a server), got {self.max_batch_size!r}.')
+    if self.batch_timeout_ms < 0:
+      raise ValueError('Config.batch_timeout_ms must be >= 0, got '
+                       f'{self.batch_timeout_ms!r}.')
+    if self.inference_placement not in PLACEMENTS:
+      raise ValueError(
+          f'Config.inference_placement={self.inference_placement!r}; choose '
+          f'one of {PLACEMENTS}.')
+    if self.num_inference_servers < 1:
+      raise ValueError('Config.num_inference_servers must be >= 1, got '
+                       f'{self.num_inference_servers!r}.')
+
+  def batch_size_for(self, num_actors: int) -> int:
+    """The max batch size of one server when `num_actors` actors share
+    `num_inference_servers` servers."""
+    if self.max_batch_size:
+      return self.max_batch_size
+    return max(1, -(-num_actors // self.num_inference_servers))
