@@ -1,0 +1,261 @@
+"""PPO acting: one round of exactly `unroll_length` batched steps per version.
+
+The actor waits (on the learner) for the round's policy version, fetches its
+weights, steps its `envs_per_actor` environments `unroll_length` times with
+one policy call per step, and writes one unroll per environment (with the
+behaviour log-probs and values) to the queue through `UnrollAdder`. It then
+waits for the next version: no step is ever taken with a policy other than
+the round's.
+
+`EvalActor`, `make_eval_actor`, `EpisodeTracker` and `limit_tf_threads` are
+shared with A3C.
+"""
+
+import time
+from typing import Any, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.agents.ppo import config as config_lib
+from repertory.agents.ppo import networks as networks_lib
+from repertory.components import adders
+from repertory.components import variables
+
+# The queue of unrolls between PPO actors and learner.
+QUEUE = 'queue'
+# How long one blocking call may hold the learner while an actor waits for a
+# version; the actor repeats it until `round_timeout_s` has passed.
+WAIT_SLICE_S = 2.0
+
+
+def limit_tf_threads() -> None:
+  """One intra-op and one inter-op TensorFlow thread (actors share 2 cores)."""
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:  # TensorFlow already initialised here: keep it.
+    pass
+
+
+def extras_spec() -> dict:
+  """The per-step extras PPO actors write: behaviour log-prob and value."""
+  return {'log_prob': np.zeros((), np.float32),
+          'value': np.zeros((), np.float32)}
+
+
+class EpisodeTracker:
+  """Accumulates per-environment returns of a batched environment."""
+
+  def __init__(self, num_envs: int):
+    self._returns = np.zeros(num_envs, np.float64)
+    self._lengths = np.zeros(num_envs, np.int64)
+    self.finished_returns: List[float] = []
+    self.finished_lengths: List[int] = []
+
+  def observe(self, timestep: Any) -> None:
+    """Adds a batched timestep (after `step`); records finished episodes."""
+    first = timestep.first()
+    self._returns = np.where(first, 0.0, self._returns + timestep.reward)
+    self._lengths = np.where(first, 0, self._lengths + 1)
+    last = timestep.last()
+    if last.any():
+      self.finished_returns.extend(self._returns[last].tolist())
+      self.finished_lengths.extend(self._lengths[last].tolist())
+
+  def pop(self):
+    """(returns, lengths) of the episodes finished since the last pop."""
+    out = self.finished_returns, self.finished_lengths
+    self.finished_returns, self.finished_lengths = [], []
+    return out
+
+
+class EvalActor(core.Actor):
+  """A single-environment actor (no adder) with the learner's weights."""
+
+  def __init__(self, policy: networks_lib.Policy, variable_source: Any):
+    self._policy = policy
+    self._client = variables.VariableClient(variable_source,
+                                            networks_lib.POLICY)
+    self._version = -1
+
+  def select_action(self, observation):
+    action, _, _ = self._policy.step(np.asarray(observation)[None])
+    return action[0]
+
+  def observe_first(self, timestep) -> None:
+    pass
+
+  def observe(self, action, next_timestep) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    if self._client.version != self._version and self._client.variables:
+      self._policy.set_weights(self._client.params)
+      self._version = self._client.version
+
+
+def make_eval_actor(variable_source: Any, env: str,
+                    hidden_sizes: Sequence[int], greedy: bool = True,
+                    seed: int = 0) -> EvalActor:
+  """The monitor's evaluation actor (use with functools.partial)."""
+  limit_tf_threads()
+  observation_spec, action_spec = networks_lib.environment_specs(env)
+  network = networks_lib.make_network(hidden_sizes, observation_spec,
+                                      action_spec)
+  return EvalActor(networks_lib.Policy(network, greedy=greedy, seed=seed),
+                   variable_source)
+
+
+class PPOActor(core.Worker):
+  """Collects one round of `unroll_length` steps per policy version."""
+
+  def __init__(self,
+               actor_id: int,
+               config: config_lib.Config,
+               env: str,
+               envs_per_actor: int,
+               seed: int,
+               replay: Any,
+               learner: Any,
+               counter: Any = None,
+               monitor: Any = None):
+    """Builds the environments, the policy and the adder.
+
+    Args:
+      actor_id: this actor's index (recorded in its unrolls).
+      config: PPO's `Config`.
+      env: environment spec for `repertory.environments`.
+      envs_per_actor: environments stepped per policy call.
+      seed: seed of the first environment (the others follow) and of the
+        action sampling.
+      replay: a `reverb.Client` of the server holding the queue.
+      learner: the learner (client): `get_variables`, `wait_for_version`.
+      counter: optional counter (client): `increment(actor_steps=...)`.
+      monitor: optional run monitor (client): `record_episodes(...)`.
+    """
+    limit_tf_threads()
+    self._actor_id = actor_id
+    self._config = config
+    self._num_envs = envs_per_actor
+    self._environment = environments.make_batched(env, envs_per_actor,
+                                                  seed=seed)
+    observation_spec = self._environment.observation_spec()
+    action_spec = self._environment.action_spec()
+    network = networks_lib.make_network(config.hidden_sizes, observation_spec,
+                                        action_spec)
+    self._policy = networks_lib.Policy(network, seed=seed)
+    self._learner = learner
+    self._client = variables.VariableClient(
+        learner, networks_lib.POLICY, fetch_timeout_s=config.round_timeout_s)
+    self._adder = adders.UnrollAdder(
+        replay, QUEUE, unroll_length=config.unroll_length,
+        num_envs=envs_per_actor, actor_id=actor_id,
+        environment_spec=adders.EnvironmentSpec(
+            observation_spec, action_spec, None, None),
+        extras_spec=extras_spec())
+    self._counter = counter
+    self._monitor = monitor
+    self._episodes = EpisodeTracker(envs_per_actor)
+    self._timestep = None
+    self._version: Optional[int] = None
+    self._futures: list = []
+
+  @property
+  def version(self) -> Optional[int]:
+    """The version of the last round collected (None before the first)."""
+    return self._version
+
+  def wait_for_round(self, version: Optional[int], stop=None) -> Optional[int]:
+    """Waits until the learner serves `version`, then holds its weights.
+
+    `version` None takes the learner's current version (the first round).
+    Returns the version held, or None if `stop` was set while waiting.
+
+    Raises:
+      TimeoutError: naming the version after `round_timeout_s`.
+      RuntimeError: if the learner serves another version than asked for
+        (the rounds are out of step).
+    """
+    if version is not None:
+      start = time.monotonic()
+      while True:
+        served = self._learner.wait_for_version(version, WAIT_SLICE_S)
+        if served >= version:
+          break
+        if stop is not None and stop.is_set():
+          return None
+        waited = time.monotonic() - start
+        if waited >= self._config.round_timeout_s:
+          raise TimeoutError(
+              f'PPO actor {self._actor_id}: waited {waited:.0f}s for the '
+              f'learner to publish version {version}; it still serves '
+              f'{served}. Is the learner stuck waiting for another actor?')
+        logging.log_every_n_seconds(
+            logging.INFO, 'PPO actor %d waiting for version %d (learner at '
+            '%d).', 10, self._actor_id, version, served)
+    self._client.update(wait=True)
+    held = self._client.version
+    if version is not None and held != version:
+      raise RuntimeError(
+          f'PPO actor {self._actor_id} waited for version {version} but the '
+          f'learner serves {held}: the synchronous rounds are out of step.')
+    self._policy.set_weights(self._client.params)
+    return held
+
+  def collect_round(self, version: int) -> int:
+    """Steps every environment `unroll_length` times with the held weights.
+
+    Returns the number of environment steps taken.
+    """
+    if self._timestep is None:
+      self._timestep = self._environment.reset()
+      self._adder.add_first(self._timestep)
+    self._adder.set_policy_version(version)
+    timestep = self._timestep
+    for _ in range(self._config.unroll_length):
+      action, log_prob, value = self._policy.step(timestep.observation)
+      timestep = self._environment.step(action)
+      self._adder.add(action, timestep,
+                      extras={'log_prob': log_prob, 'value': value})
+      self._episodes.observe(timestep)
+    self._timestep = timestep
+    self._adder.flush()  # The whole round is on the server before we wait.
+    steps = self._config.unroll_length * self._num_envs
+    self._report(steps)
+    self._version = version
+    return steps
+
+  def _report(self, steps: int) -> None:
+    """Counts steps and records episodes, one future each per round."""
+    for future in self._futures:  # Last round's: surface remote errors.
+      future.result()
+    self._futures = []
+    if self._counter is not None:
+      self._futures.append(self._counter.futures.increment(actor_steps=steps))
+    returns, lengths = self._episodes.pop()
+    if self._monitor is not None and returns:
+      self._futures.append(self._monitor.futures.record_episodes(
+          returns=returns, lengths=lengths))
+
+  def run(self) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        wanted = None if self._version is None else self._version + 1
+        version = self.wait_for_round(wanted, stop)
+        if version is None:
+          return
+        self.collect_round(version)
+    except Exception:  # pylint: disable=broad-except
+      if stop.is_set():  # The learner or queue went away while stopping.
+        logging.info('PPO actor %d stopped.', self._actor_id)
+        return
+      raise
+    finally:
+      self._environment.close()

@@ -1,0 +1,106 @@
+"""Hyperparameters of synchronous PPO."""
+
+import dataclasses
+from typing import Optional, Tuple
+
+
+@dataclasses.dataclass
+class Config:
+  """Synchronous PPO (Schulman et al. 2017, "Proximal Policy Optimization
+  Algorithms"), one policy version per round.
+
+  Every round the learner publishes version v, every actor collects exactly
+  `unroll_length` steps in each of its environments with version v, and the
+  learner trains `num_epochs` epochs on that data only before publishing v+1.
+
+  Attributes:
+    unroll_length: steps each environment of each actor takes per round (T).
+    num_epochs: passes over one round's data.
+    num_minibatches: minibatches per epoch; the round's T x B steps are
+      shuffled and split into this many parts.
+    learning_rate: Adam step size.
+    anneal_learning_rate: decay the step size linearly to 0 over
+      `anneal_steps` actor steps (CleanRL's default for PPO).
+    anneal_steps: actor steps over which the step size anneals (the run's
+      budget is a good choice; 0 means "use the experiment's
+      max_actor_steps").
+    adam_epsilon: Adam's epsilon.
+    discount: gamma.
+    gae_lambda: lambda of generalised advantage estimation (Schulman et al.
+      2016).
+    clip_epsilon: the PPO ratio clip.
+    value_clip_epsilon: clip of the value update around the behaviour value
+      (None: no value clipping).
+    value_cost: weight of the value loss.
+    entropy_cost: weight of the entropy bonus.
+    max_grad_norm: global gradient-norm clip (None: no clipping).
+    normalize_advantages: normalise advantages per minibatch.
+    hidden_sizes: widths of the MLP torso.
+    round_timeout_s: how long the learner waits for all actors' data of one
+      round before failing with the list of the missing actors (and how long
+      an actor waits for the next version).
+    eval_greedy: the evaluation actor takes the most likely action (the
+      training actors always sample).
+    seed: seed of the network initialisation and minibatch shuffling.
+  """
+  unroll_length: int = 128
+  num_epochs: int = 4
+  num_minibatches: int = 4
+  learning_rate: float = 2.5e-4
+  anneal_learning_rate: bool = True
+  anneal_steps: int = 0
+  adam_epsilon: float = 1e-5
+  discount: float = 0.99
+  gae_lambda: float = 0.95
+  clip_epsilon: float = 0.2
+  value_clip_epsilon: Optional[float] = 0.2
+  value_cost: float = 0.5
+  entropy_cost: float = 0.01
+  max_grad_norm: Optional[float] = 0.5
+  normalize_advantages: bool = True
+  hidden_sizes: Tuple[int, ...] = (64, 64)
+  round_timeout_s: float = 120.0
+  eval_greedy: bool = True
+  seed: int = 0
+
+  def __post_init__(self):
+    for name in ('unroll_length', 'num_epochs', 'num_minibatches'):
+      if getattr(self, name) < 1:
+        raise ValueError(f'PPO Config: {name} must be >= 1, got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('learning_rate', 'adam_epsilon', 'clip_epsilon',
+                 'round_timeout_s'):
+      if not getattr(self, name) > 0:
+        raise ValueError(f'PPO Config: {name} must be > 0, got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('value_clip_epsilon', 'max_grad_norm'):
+      value = getattr(self, name)
+      if value is not None and not value > 0:
+        raise ValueError(f'PPO Config: {name} must be > 0 or None (off), got '
+                         f'{value!r}.')
+    for name in ('discount', 'gae_lambda'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f'PPO Config: {name} must be in [0, 1], got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('value_cost', 'entropy_cost', 'anneal_steps'):
+      if getattr(self, name) < 0:
+        raise ValueError(f'PPO Config: {name} must be >= 0, got '
+                         f'{getattr(self, name)!r}.')
+    if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+      raise ValueError('PPO Config: hidden_sizes must be positive widths, got '
+                       f'{self.hidden_sizes!r}.')
+    self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+
+  def items_per_round(self, num_actors: int, envs_per_actor: int) -> int:
+    """Unrolls (one per environment) the learner trains on per round."""
+    return num_actors * envs_per_actor
+
+  def steps_per_round(self, num_actors: int, envs_per_actor: int) -> int:
+    """Environment steps of one round (T x all environments)."""
+    return self.unroll_length * self.items_per_round(num_actors,
+                                                     envs_per_actor)
+
+  def minibatch_size(self, num_actors: int, envs_per_actor: int) -> int:
+    """Steps per minibatch (the last one of an epoch may be larger)."""
+    return max(1, self.steps_per_round(num_actors, envs_per_actor) //
+               self.num_minibatches)
