@@ -32,7 +32,7 @@ def make_batched(spec: registry.Spec,
                  kind: str = 'serial',
                  num_workers: Optional[int] = None,
                  num_threads: int = 1,
-                 context: str = 'spawn',
+                 context: str = 'forkserver',
                  **kwargs) -> batched.BatchedEnvironment:
   """Creates `num_envs` environments of `spec` behind one batched interface.
 
@@ -47,7 +47,7 @@ def make_batched(spec: registry.Spec,
       EnvPool also provides).
     num_workers: 'process' only: worker processes (default min(N, CPUs)).
     num_threads: 'envpool' only: EnvPool threads.
-    context: 'process' only: 'spawn' or 'forkserver'.
+    context: 'process' only: 'forkserver' (default) or 'spawn'.
     **kwargs: passed to `make` for every environment (or to EnvPool).
 
   Returns:

@@ -5,8 +5,12 @@ The design of Gymnasium's `AsyncVectorEnv` and Stable-Baselines3's
 (several environments may share one worker), steps them when the parent
 sends their actions through a pipe, and writes step types, rewards,
 discounts and observations straight into shared-memory arrays that the
-parent reads. Workers start with the 'spawn' (default) or 'forkserver'
-context, so a parent that runs threads (Reverb, TensorFlow) is safe.
+parent reads. Workers start with the 'forkserver' (default) or 'spawn'
+context, so a parent that runs threads (Reverb, TensorFlow) is safe. The
+fork server preloads `repertory.environments`, so a worker starts in about
+0.1 s instead of the seconds a fresh interpreter needs; like 'spawn', it
+imports the main module, which must guard its entry point with
+`if __name__ == '__main__':`.
 
 Failures never hang: a Python error inside an environment, or a worker that
 dies (segfault, `os._exit`, OOM kill), raises `WorkerError` naming the
@@ -33,7 +37,7 @@ import tree
 
 from repertory.environments import batched
 
-CONTEXTS = ('spawn', 'forkserver')
+CONTEXTS = ('forkserver', 'spawn')
 _WAIT_LOG_SECONDS = 60.
 _CLOSE_TIMEOUT_SECONDS = 5.
 
@@ -122,6 +126,19 @@ def _serve(envs, env_ids, conn, arrays) -> None:
     conn.send(('ok', None))
 
 
+def _preload_in_fork_server() -> None:
+  """Adds this package to what the fork server imports when it starts.
+
+  Has no effect once the server runs (it starts with the first forkserver
+  process of this interpreter); keeps any modules preloaded by others.
+  """
+  from multiprocessing import forkserver  # pylint: disable=g-import-not-at-top
+  server = getattr(forkserver, '_forkserver', None)
+  preload = list(getattr(server, '_preload_modules', ['__main__']))
+  if 'repertory.environments' not in preload:
+    forkserver.set_forkserver_preload(preload + ['repertory.environments'])
+
+
 class _Resources:
   """What must be released: kept apart from the environment object so that
   `weakref.finalize` can release it without keeping that object alive."""
@@ -164,7 +181,7 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
   def __init__(self,
                env_factories: Sequence[Callable[[], dm_env.Environment]],
                num_workers: Optional[int] = None,
-               context: str = 'spawn',
+               context: str = 'forkserver',
                name: str = 'environment',
                step_timeout: Optional[float] = None):
     """Starts the workers and builds the environments in them.
@@ -174,7 +191,7 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
         `dm_env.Environment`; pickled with cloudpickle, so lambdas work.
       num_workers: processes to spread the environments over (contiguous
         blocks); default min(N, number of CPUs).
-      context: multiprocessing start method, 'spawn' or 'forkserver'.
+      context: multiprocessing start method, 'forkserver' or 'spawn'.
       name: what the environments are (e.g. their spec), used in errors.
       step_timeout: seconds to wait for the workers in one call before
         raising `WorkerError`; None waits for ever, logging every 60 s.
@@ -199,6 +216,8 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
     self._closed = False
     self._broken: Optional[str] = None
     ctx = multiprocessing.get_context(context)
+    if context == 'forkserver':
+      _preload_in_fork_server()
     try:
       for w, env_ids in enumerate(self._blocks_of):
         parent_conn, child_conn = ctx.Pipe()

@@ -2,6 +2,9 @@
 
 import gc
 import os
+import subprocess
+import sys
+import time
 
 import dm_env
 import numpy as np
@@ -77,11 +80,12 @@ def test_batched_catch_matches_single_environments():
         assert got.discount == expected.discount
 
 
-@pytest.mark.parametrize('spec', ['gym:CartPole-v1', 'catch'])
-def test_serial_and_process_batches_are_identical(spec):
+@pytest.mark.parametrize('spec, context', [('gym:CartPole-v1', 'forkserver'),
+                                           ('catch', 'spawn')])
+def test_serial_and_process_batches_are_identical(spec, context):
   serial = environments.make_batched(spec, 4, seed=11, kind='serial')
   process = environments.make_batched(spec, 4, seed=11, kind='process',
-                                      num_workers=2)
+                                      num_workers=2, context=context)
   try:
     actions = _random_actions(serial, 80)
     for a, b in zip(_trajectory(serial, actions),
@@ -195,6 +199,30 @@ def test_process_workers_end_on_close_and_on_garbage_collection():
   assert not [p for p in leftover if p.is_running() and
               p.status() != psutil.STATUS_ZOMBIE and 'resource_tracker' not in
               ' '.join(p.cmdline())]
+
+
+def test_process_workers_end_at_interpreter_exit():
+  code = (
+      'from repertory import environments\n'
+      'if __name__ == "__main__":\n'
+      '  batch = environments.make_batched("catch", 2, kind="process")\n'
+      '  batch.reset()\n'
+      '  print(*[p.pid for p in batch._resources.processes])\n')
+  out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                       text=True, timeout=120, check=True).stdout
+  pids = [int(pid) for pid in out.split()]
+  assert len(pids) == 2
+  deadline = time.monotonic() + 10
+  while time.monotonic() < deadline and any(map(_running, pids)):
+    time.sleep(0.1)
+  assert not any(map(_running, pids))
+
+
+def _running(pid: int) -> bool:
+  try:
+    return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+  except psutil.NoSuchProcess:
+    return False
 
 
 def test_make_batched_rejects_bad_input():
