@@ -137,13 +137,13 @@ class VTraceLearner(core.Learner):
   # --- learning -------------------------------------------------------------
 
   def _dataset(self) -> tf.data.Dataset:
-    import reverb  # pylint: disable=g-import-not-at-top
-    dataset = reverb.TrajectoryDataset.from_table_signature(
-        server_address=self._replay.server_address,
-        table=self._table,
-        max_in_flight_samples_per_worker=2 * self._config.batch_size,
+    from repertory.components import replay  # pylint: disable=g-import-not-at-top
+    # A queue: every sample in flight has left the queue, so keep few in
+    # flight (they only add policy lag).
+    return replay.make_dataset(
+        self._replay, self._table, self._config.batch_size, prefetch_size=1,
+        max_in_flight_samples_per_worker=self._config.batch_size,
         rate_limiter_timeout_ms=1000)
-    return dataset.batch(self._config.batch_size, drop_remainder=True)
 
   def _sample(self, stop=None):
     """Next batch of unrolls; waits (logging) while the queue is empty.
@@ -156,7 +156,7 @@ class VTraceLearner(core.Learner):
         self._iterator = iter(self._dataset())
       try:
         return next(self._iterator)
-      except StopIteration:
+      except (StopIteration, tf.errors.OutOfRangeError):
         # rate_limiter_timeout_ms passed with no data: the iterator ended.
         self._iterator = None
         waited += 1.0

@@ -43,10 +43,12 @@ def make_tables(config: config_lib.Config, observation_spec: Any,
   unrolls instead of blocking the actors (acting throughput measurements).
   """
   import reverb  # pylint: disable=g-import-not-at-top
+  from repertory.components import replay  # pylint: disable=g-import-not-at-top
   signature = unroll_signature(config, observation_spec, action_spec)
   if config.train:
-    return [reverb.Table.queue(table, config.max_queue_size,
-                               signature=signature)]
+    return [replay.queue_table(table, config.max_queue_size,
+                               signature=signature,
+                               batch_size=config.batch_size)]
   return [reverb.Table(
       name=table, sampler=reverb.selectors.Fifo(),
       remover=reverb.selectors.Fifo(), max_size=config.max_queue_size,

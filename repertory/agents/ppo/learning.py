@@ -22,6 +22,8 @@ across the reset).
 """
 
 import collections
+import queue as queue_lib
+import threading
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -45,7 +47,7 @@ from repertory.components import variables
 _FIRST = int(dm_env.StepType.FIRST)
 # How long one attempt to read from the queue blocks before the learner
 # checks the stop event and the round deadline.
-_POLL_MS = 1000
+_POLL_S = 1.0
 
 
 class RoundTimeoutError(TimeoutError):
@@ -115,8 +117,7 @@ class PPOLearner(core.Learner):
     self._counter = counter
     self._logger = make_logger('learner', logdir)
     self._rng = np.random.RandomState(config.seed)
-    self._dataset = None
-    self._iterator = None
+    self._unrolls = None
     self._rounds = 0
     self._updates = 0
     self._dropped = 0
@@ -154,21 +155,37 @@ class PPOLearner(core.Learner):
 
   # --- one round ------------------------------------------------------------
 
-  def _next_unroll(self):
-    """The next unroll in the queue, or None if none came within _POLL_MS."""
-    if self._iterator is None:
-      if self._dataset is None:
-        self._dataset = replay_lib.make_dataset(
-            self._replay, self._table, batch_size=None,
-            max_in_flight_samples_per_worker=self._items_per_round,
-            num_workers_per_iterator=1, rate_limiter_timeout_ms=_POLL_MS)
-      self._iterator = iter(self._dataset)
+  def _next_unroll(self, timeout_s: float):
+    """The next unroll from the queue, or None if none came in `timeout_s`.
+
+    One reader thread iterates the dataset without a sampling timeout: an
+    iterator that ends on a timeout can lose an item it already took from
+    the queue, which would stall the round.
+    """
+    if self._unrolls is None:
+      self._unrolls = queue_lib.Queue()
+      dataset = replay_lib.make_dataset(
+          self._replay, self._table, batch_size=None,
+          max_in_flight_samples_per_worker=self._items_per_round,
+          num_workers_per_iterator=1)
+      threading.Thread(target=self._read, args=(dataset, self._unrolls),
+                       daemon=True, name='ppo-queue-reader').start()
     try:
-      sample = next(self._iterator)
-    except StopIteration:  # The poll timed out with the queue empty.
-      self._iterator = None
+      unroll = self._unrolls.get(timeout=timeout_s)
+    except queue_lib.Empty:
       return None
-    return tree.map_structure(lambda x: x.numpy(), sample.data)
+    if isinstance(unroll, Exception):
+      self._unrolls = None
+      raise unroll
+    return unroll
+
+  @staticmethod
+  def _read(dataset, unrolls: queue_lib.Queue) -> None:
+    try:
+      for sample in dataset:
+        unrolls.put(tree.map_structure(lambda x: x.numpy(), sample.data))
+    except Exception as e:  # pylint: disable=broad-except
+      unrolls.put(e)  # Raised in the learner (e.g. the server went away).
 
   def collect_round(self, stop=None) -> Optional[Dict[str, np.ndarray]]:
     """Waits for every actor's unrolls of the current version.
@@ -187,7 +204,7 @@ class PPOLearner(core.Learner):
     start = time.monotonic()
     next_log = start + 10.0
     while received < self._items_per_round:
-      unroll = self._next_unroll()
+      unroll = self._next_unroll(_POLL_S)
       if unroll is None:
         if stop is not None and stop.is_set():
           return None

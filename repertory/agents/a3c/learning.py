@@ -1,0 +1,192 @@
+"""The A3C parameter server (Mnih et al. 2016, arXiv:1602.01783).
+
+Actors call `apply_gradients(gradients, version)` once per rollout; the
+learner applies each gradient at once with one shared optimizer, publishes
+the new weights as version + 1 and records the gradient's staleness, the
+number of updates applied since the weights it was computed with:
+`staleness = learner version - gradient version`. Staleness goes to the
+counter as `policy_lag_sum` / `policy_lag_items`, so the run monitor shows
+the mean policy lag of A3C like that of the other agents.
+"""
+
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import core
+from repertory import launch
+from repertory.agents.a3c import config as config_lib
+from repertory.agents.a3c import networks as networks_lib
+from repertory.agents.impala.learning import make_logger
+from repertory.components import networks
+from repertory.components import variables
+
+# The learner sends its counts and logs its metrics this often (seconds).
+REPORT_EVERY_S = 1.0
+
+
+def make_optimizer(config: config_lib.Config) -> snt.Optimizer:
+  """The shared optimizer named by `config.optimizer`."""
+  if config.optimizer == 'rmsprop':
+    return snt.optimizers.RMSProp(config.learning_rate,
+                                  decay=config.rmsprop_decay,
+                                  epsilon=config.epsilon)
+  return snt.optimizers.Adam(config.learning_rate, epsilon=config.epsilon)
+
+
+class A3CLearner(core.Learner):
+  """Applies actors' gradients as they arrive; serves versioned weights.
+
+  `step()` reports the counts and metrics gathered since the last one and
+  `run()` calls it every `REPORT_EVERY_S` until the program stops; all the
+  learning happens in `apply_gradients`, called by the actors.
+  """
+
+  def __init__(self,
+               config: config_lib.Config,
+               observation_spec: Any,
+               action_spec: Any,
+               counter: Any = None,
+               logdir: Optional[str] = None):
+    tf.random.set_seed(config.seed)
+    self._config = config
+    self._network = networks_lib.make_network(
+        config.hidden_sizes, observation_spec, action_spec)
+    self._variables = networks_lib.variable_list(self._network)
+    self._shapes = [tuple(v.shape) for v in self._variables]
+    self._optimizer = make_optimizer(config)
+    self._store = variables.VariableStore(
+        {networks_lib.POLICY: networks.get_variables(self._network)})
+    self._counter = counter
+    self._logger = make_logger('learner', logdir)
+    self._lock = threading.Lock()
+    self._pending = self._zero_counts()
+    self._metrics = self._zero_metrics()
+    self._last_report = time.monotonic()
+    self._applied = 0
+    self._staleness_sum = 0
+    self._count_future = None
+    self._per_actor: Dict[int, int] = {}
+
+    @tf.function
+    def apply(gradients: List[tf.Tensor]) -> tf.Tensor:
+      self._optimizer.apply(gradients, self._variables)
+      return tf.linalg.global_norm(gradients)
+
+    self._apply = apply
+
+  @staticmethod
+  def _zero_counts() -> Dict[str, float]:
+    return {'learner_steps': 0, 'policy_lag_sum': 0, 'policy_lag_items': 0}
+
+  @staticmethod
+  def _zero_metrics() -> Dict[str, float]:
+    return {'applied': 0, 'staleness_sum': 0, 'staleness_max': 0,
+            'gradient_norm_sum': 0.0}
+
+  # --- VariableSource -------------------------------------------------------
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  @property
+  def version(self) -> int:
+    return self._store.version
+
+  @property
+  def applied(self) -> int:
+    """Gradients applied so far."""
+    return self._applied
+
+  @property
+  def mean_staleness(self) -> float:
+    """Mean staleness of every gradient applied so far (nan before one)."""
+    return (self._staleness_sum / self._applied if self._applied
+            else float('nan'))
+
+  # --- the parameter server -------------------------------------------------
+
+  def applied_per_actor(self) -> Dict[int, int]:
+    """Gradients applied so far from each actor that named itself."""
+    with self._lock:
+      return dict(self._per_actor)
+
+  def apply_gradients(self, gradients: Sequence[np.ndarray], version: int,
+                      actor_id: Optional[int] = None) -> int:
+    """Applies one actor's gradient now; returns the new version.
+
+    Args:
+      gradients: one array per variable, in `networks.variable_list` order.
+      version: the version of the weights the gradient was computed with.
+      actor_id: the sending actor (for `applied_per_actor`), if given.
+    """
+    shapes = [tuple(np.shape(g)) for g in gradients]
+    if shapes != self._shapes:
+      raise ValueError(
+          f'A3C learner: gradient shapes {shapes} do not match the network\'s '
+          f'variables {self._shapes} (in variable_list order).')
+    gradients = [tf.convert_to_tensor(g, tf.float32) for g in gradients]
+    with self._lock:
+      staleness = self._store.version - int(version)
+      if staleness < 0:
+        raise ValueError(f'A3C learner at version {self._store.version} got '
+                         f'a gradient of the future version {version}.')
+      norm = float(self._apply(gradients))
+      new_version = self._store.publish(
+          {networks_lib.POLICY: networks.get_variables(self._network)})
+      self._applied += 1
+      self._staleness_sum += staleness
+      if actor_id is not None:
+        self._per_actor[actor_id] = self._per_actor.get(actor_id, 0) + 1
+      self._pending['learner_steps'] += 1
+      self._pending['policy_lag_sum'] += staleness
+      self._pending['policy_lag_items'] += 1
+      m = self._metrics
+      m['applied'] += 1
+      m['staleness_sum'] += staleness
+      m['staleness_max'] = max(m['staleness_max'], staleness)
+      m['gradient_norm_sum'] += norm
+    if time.monotonic() - self._last_report >= REPORT_EVERY_S:
+      self._send_counts()
+    return new_version
+
+  def _send_counts(self) -> None:
+    with self._lock:
+      pending, self._pending = self._pending, self._zero_counts()
+      self._last_report = time.monotonic()
+    if self._counter is not None and pending['policy_lag_items']:
+      future, self._count_future = (
+          self._count_future, self._counter.futures.increment(**pending))
+      if future is not None and future.done():
+        future.result()  # Surfaces a failed earlier increment.
+
+  def step(self) -> Dict[str, float]:
+    """Sends pending counts; logs and returns the metrics since last step."""
+    self._send_counts()
+    with self._lock:
+      m, self._metrics = self._metrics, self._zero_metrics()
+    applied = max(m['applied'], 1)
+    metrics = {
+        'learner/version': self.version,
+        'learner/applied': m['applied'],
+        'charts/staleness_mean': m['staleness_sum'] / applied,
+        'charts/staleness_max': m['staleness_max'],
+        'charts/gradient_norm': m['gradient_norm_sum'] / applied,
+    }
+    if m['applied']:
+      self._logger.write(metrics)
+    return metrics
+
+  def run(self) -> None:
+    stop = launch.stop_event()
+    while not stop.wait(REPORT_EVERY_S):
+      self.step()
+    try:
+      self._send_counts()
+    except Exception:  # pylint: disable=broad-except
+      logging.info('A3C learner could not send its last counts (stopping).')

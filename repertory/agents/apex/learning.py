@@ -1,0 +1,208 @@
+"""Ape-X DQN learner: prioritized n-step double/dueling Q-learning with
+importance weights, asynchronous priority updates and a target network
+(Horgan et al. 2018, algorithm 2)."""
+
+import queue
+import threading
+from typing import Any, Callable, Dict, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.components import adders
+from repertory.components import losses
+from repertory.components import variables as variables_lib
+from repertory.components.networks import variables as network_variables
+from repertory.components.replay import dataset as replay_dataset
+
+# The learner sends its counts to the counter once per this many steps.
+COUNT_EVERY_STEPS = 10
+
+
+class PriorityUpdater:
+  """Writes priorities back to a Reverb table from a background thread, so
+  the learner never waits for the server (Ape-X, algorithm 2 line 9).
+
+  Updates queue up to `max_pending` batches; older pending ones are dropped
+  first when the server falls behind (a newer priority supersedes them).
+  """
+
+  def __init__(self, client: Any, table: str, max_pending: int = 16):
+    self._client = client
+    self._table = table
+    self._queue: 'queue.Queue' = queue.Queue(maxsize=max_pending)
+    self._closed = threading.Event()
+    self.num_updates = 0
+    self._thread = threading.Thread(target=self._loop, daemon=True,
+                                    name='priority_updater')
+    self._thread.start()
+
+  def update(self, keys: np.ndarray, priorities: np.ndarray) -> None:
+    """Queues `priorities[i]` for the item `keys[i]`."""
+    item = (np.asarray(keys, np.uint64), np.asarray(priorities, np.float64))
+    while True:
+      try:
+        self._queue.put_nowait(item)
+        return
+      except queue.Full:
+        try:
+          self._queue.get_nowait()
+        except queue.Empty:
+          pass
+
+  def _loop(self) -> None:
+    while not self._closed.is_set():
+      try:
+        keys, priorities = self._queue.get(timeout=0.5)
+      except queue.Empty:
+        continue
+      try:
+        self._client.mutate_priorities(
+            self._table,
+            updates={int(k): float(p) for k, p in zip(keys, priorities)})
+        self.num_updates += 1
+      except Exception as e:  # pylint: disable=broad-except
+        if self._closed.is_set():
+          return
+        logging.warning('Priority update of table %r failed: %s', self._table,
+                        e)
+
+  def flush(self, timeout_s: float = 10.0) -> None:
+    """Waits until the queued updates were sent (tests)."""
+    deadline = threading.Event()
+    waited = 0.0
+    while not self._queue.empty() and waited < timeout_s:
+      deadline.wait(0.01)
+      waited += 0.01
+    deadline.wait(0.05)
+
+  def close(self) -> None:
+    self._closed.set()
+
+
+def environment_spec(env: str) -> adders.EnvironmentSpec:
+  environment = environments.make(env, seed=0)
+  try:
+    return adders.make_environment_spec(environment)
+  finally:
+    environment.close()
+
+
+class ApexLearner(core.Learner):
+  """Samples prioritized n-step transitions and minimises the importance-
+  weighted double Q loss; serves its weights as the 'policy' group."""
+
+  def __init__(self,
+               config: Any,
+               environment_spec: adders.EnvironmentSpec,
+               make_network: Callable[[Any, Any], Any],
+               replay_client: Any,
+               table: str,
+               counter: Any = None,
+               logdir: Optional[str] = None):
+    self._config = config
+    tf.random.set_seed(config.seed)
+    self._online = make_network(environment_spec, config)
+    self._target = make_network(environment_spec, config)
+    self._online_vars = list(self._online.trainable_variables)
+    self._target_vars = list(self._target.trainable_variables)
+    self._copy_target()
+    self._optimizer = snt.optimizers.Adam(config.learning_rate,
+                                          epsilon=config.adam_epsilon)
+    self._client = replay_client
+    self._table = table
+    self._iterator = replay_dataset.StarvationLoggingIterator(
+        iter(replay_dataset.make_dataset(replay_client, table,
+                                         config.batch_size)),
+        replay_client, table)
+    self._priorities = PriorityUpdater(replay_client, table)
+    self._store = variables_lib.VariableStore(
+        {'policy': network_variables.get_variables(self._online)})
+    self._counter = counter
+    self._pending: Dict[str, float] = {}
+    self._num_steps = 0
+    self._logdir = logdir
+    self._metrics: Dict[str, float] = {}
+
+  @property
+  def num_steps(self) -> int:
+    return self._num_steps
+
+  @property
+  def metrics(self) -> Dict[str, float]:
+    """The last step's metrics (namespaced)."""
+    return dict(self._metrics)
+
+  def _copy_target(self) -> None:
+    for target, online in zip(self._target_vars, self._online_vars):
+      target.assign(online)
+
+  @tf.function
+  def _sgd_step(self, sample):
+    data, info = sample.data, sample.info
+    weights = losses.importance_sampling_weights(
+        info.probability, info.table_size,
+        self._config.importance_sampling_exponent)  # [B]
+    target_q_t = self._target(data['next_observation'])  # [B, A]
+    with tf.GradientTape() as tape:
+      q_tm1 = self._online(data['observation'])  # [B, A]
+      selector_q_t = self._online(data['next_observation'])  # [B, A]
+      td = losses.double_q_learning(
+          q_tm1, data['action'], data['reward'], data['discount'],
+          target_q_t, tf.stop_gradient(selector_q_t))
+      loss = tf.reduce_mean(weights * td.loss)
+    gradients = tape.gradient(loss, self._online_vars)
+    gradients, norm = tf.clip_by_global_norm(gradients,
+                                             self._config.max_gradient_norm)
+    self._optimizer.apply(gradients, self._online_vars)
+    priorities = tf.abs(td.td_error) + 1e-6
+    return {
+        'loss': loss,
+        'gradient_norm': norm,
+        'q_mean': tf.reduce_mean(q_tm1),
+        'priority_mean': tf.reduce_mean(priorities),
+    }, info.key, priorities, data['policy_version']
+
+  def step(self) -> None:
+    sample = next(self._iterator)
+    metrics, keys, priorities, versions = self._sgd_step(sample)
+    self._priorities.update(keys.numpy(), priorities.numpy())
+    self._num_steps += 1
+    if self._num_steps % self._config.target_update_period == 0:
+      self._copy_target()
+    lag = np.maximum(self._store.version - versions.numpy(), 0)
+    self._store.publish(
+        {'policy': network_variables.get_variables(self._online)})
+    self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
+                policy_lag_items=int(lag.size))
+    self._metrics = {f'learner/{k}': float(v) for k, v in metrics.items()}
+
+  def _count(self, **counts) -> None:
+    for name, value in counts.items():
+      self._pending[name] = self._pending.get(name, 0) + value
+    if self._counter is not None and (
+        self._num_steps % COUNT_EVERY_STEPS == 0):
+      self._counter.futures.increment(**self._pending)
+      self._pending = {}
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        self.step()
+        if num_steps is not None and self._num_steps >= num_steps:
+          return
+    except Exception:  # pylint: disable=broad-except
+      if stop.is_set():  # The replay server went away at shutdown.
+        return
+      raise
+    finally:
+      self._priorities.close()
