@@ -112,6 +112,9 @@ class GymAdapter(dm_env.Environment):
     self._env.close()
 
   def _observation(self, observation):
+    spec = self._observation_spec
+    if isinstance(spec, specs.Array):  # The common case, without dm-tree.
+      return np.asarray(observation, dtype=spec.dtype)
     return tree.map_structure(
         lambda spec, x: np.asarray(x, dtype=spec.dtype),
         self._observation_spec, observation)

@@ -89,7 +89,10 @@ def _worker_main(worker_index: int, env_ids: Sequence[int],
       except Exception:  # pylint: disable=broad-except
         pass
     for block in blocks:
-      block.close()
+      try:
+        block.close()
+      except BufferError:  # A view outlived the loop; the OS frees it at exit.
+        pass
     conn.close()
 
 
@@ -118,7 +121,8 @@ def _serve(envs, env_ids, conn, arrays) -> None:
         if command == 'reset' or needs_reset[j]:
           write(j, env.reset())
         else:
-          write(j, env.step(data[j]))
+          write(j, env.step(data[j] if isinstance(data, np.ndarray) else
+                            tree.map_structure(lambda a, j=j: a[j], data)))
       except Exception as e:  # pylint: disable=broad-except
         conn.send(('error', (env_ids[j], f'{type(e).__name__}: {e}',
                              traceback.format_exc())))
