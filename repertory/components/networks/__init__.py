@@ -13,6 +13,9 @@ from repertory.components.networks.heads import PolicyValueOutput
 from repertory.components.networks.heads import QHead
 from repertory.components.networks.policy_value import PolicyValueNetwork
 from repertory.components.networks.policy_value import RecurrentPolicyValueNetwork
+from repertory.components.networks.q_networks import QNetwork
+from repertory.components.networks.q_networks import R2D2Input
+from repertory.components.networks.q_networks import R2D2Network
 from repertory.components.networks.recurrence import burn_in_unroll
 from repertory.components.networks.recurrence import LSTMCore
 from repertory.components.networks.recurrence import unroll_step_fn

@@ -33,21 +33,41 @@ def _reset_state(state: State, reset_t: tf.Tensor) -> State:
   return tf.nest.map_structure(reset_leaf, state)
 
 
-class _StepCore(snt.RNNCore):
-  """Adapts a step function + resets to `snt.dynamic_unroll`."""
+def _while_unroll(step_fn: StepFn, inputs: Any, state: State,
+                  reset: Optional[tf.Tensor]) -> Tuple[Any, State]:
+  """Unroll with `tf.while_loop` when T is only known at run time (T >= 1).
 
-  def __init__(self, step_fn: StepFn):
-    super().__init__(name='step_core')
-    self._step_fn = step_fn
+  Step 0 runs outside the loop to learn the output structure; autograph is
+  kept out of the step (converting Sonnet modules makes tracing very slow).
+  """
+  num_steps = tf.shape(tf.nest.flatten(inputs)[0])[0]
 
-  def __call__(self, inputs, prev_state):
-    x_t, reset_t = inputs
-    return self._step_fn(x_t, _reset_state(prev_state, reset_t))
+  def step(t, state):
+    x_t = tf.nest.map_structure(lambda x: x[t], inputs)
+    if reset is not None:
+      state = _reset_state(state, reset[t])
+    return step_fn(x_t, state)
 
-  def initial_state(self, batch_size):
-    raise NotImplementedError('Pass the initial state to the unroll.')
+  out_0, state = step(0, state)
+  arrays = tf.nest.map_structure(
+      lambda o: tf.TensorArray(o.dtype, size=num_steps,
+                               element_shape=o.shape).write(0, o), out_0)
+
+  def body(t, arrays, state):
+    out_t, state = step(t, state)
+    arrays = tf.nest.map_structure(lambda ta, o: ta.write(t, o), arrays,
+                                   out_t)
+    return t + 1, arrays, state
+
+  _, arrays, state = tf.while_loop(
+      lambda t, *_: t < num_steps,
+      tf.autograph.experimental.do_not_convert(body),
+      (tf.constant(1), arrays, state))
+  return tf.nest.map_structure(lambda ta: ta.stack(), arrays), state
 
 
+# Plain Python over a static T; autograph conversion only slows tracing.
+@tf.autograph.experimental.do_not_convert
 def unroll_step_fn(step_fn: StepFn,
                    inputs: Any,
                    state: State,
@@ -82,9 +102,7 @@ def unroll_step_fn(step_fn: StepFn,
           f'= {first.shape[:2].as_list()} (the inputs\' leading dims).')
   num_steps = first.shape[0]
   if num_steps is None:
-    if reset is None:
-      reset = tf.zeros(tf.shape(first)[:2], tf.bool)
-    return snt.dynamic_unroll(_StepCore(step_fn), (inputs, reset), state)
+    return _while_unroll(step_fn, inputs, state, reset)
   outputs = []
   for t in range(num_steps):
     x_t = tf.nest.map_structure(lambda x: x[t], inputs)  # pylint: disable=cell-var-from-loop
