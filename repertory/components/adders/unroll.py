@@ -1,0 +1,276 @@
+"""A batched unroll writer for on-policy agents (IMPALA, SEED RL, PPO).
+
+The actor steps N environments per policy call (auto-resetting: after an
+environment's LAST step its next step is a FIRST step). `UnrollAdder` copies
+each batched step into preallocated numpy arrays and, every `unroll_length`
+steps, writes each environment's unroll of `unroll_length + 1` steps as ONE
+Reverb step (one `writer.append` and one item per environment per unroll),
+whose columns have a leading time dimension [T + 1, ...]. Consecutive unrolls
+overlap by one step (the last step of an unroll is the first of the next) and
+run across episode boundaries, as in IMPALA (Espeholt et al., 2018) and
+SEED RL (Espeholt et al., 2020).
+
+Layout of an item (SEED RL layout): at time index t,
+
+- `observation[t]`, `step_type[t]`, `reward[t]`, `discount[t]`: the timestep
+  received at t (its reward and discount came with it: they belong to the
+  transition t-1 -> t);
+- `action[t]`, `extras[t]`: what the actor did on `observation[t]`. The
+  actor's output at the last index T is not known when the unroll is written:
+  it is zeros there (it is recorded at index 0 of the next unroll);
+- `core_state`: the recurrent state the policy used at index 0 (once per item);
+- `policy_version`: the version set with `set_policy_version` when the action
+  at index 0 was added; `actor_id`: the constructor argument.
+
+The transition t -> t+1 (action[t], reward[t+1], discount[t+1]) is a real
+transition unless `step_type[t+1] == FIRST` (an auto-reset boundary: the
+learner must mask it out, e.g. `mask = step_type[1:] != 0`).
+"""
+
+from typing import Any, List, Optional
+
+import dm_env
+import numpy as np
+import reverb
+import tree
+
+from repertory import core
+from repertory.components.adders import base
+
+
+def unroll_signature(environment_spec,
+                     unroll_length: int,
+                     extras_spec=(),
+                     core_state_spec=None):
+  """The table signature of `UnrollAdder` items (per environment, unbatched).
+
+  Args:
+    environment_spec: `EnvironmentSpec` of ONE environment (or a dm_env).
+    unroll_length: T; items have T + 1 steps.
+    extras_spec: nest of specs (or example arrays) of one env's extras.
+    core_state_spec: nest of specs of one env's recurrent state, or None.
+  """
+  if unroll_length < 1:
+    raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
+  return base.step_signature(environment_spec, extras_spec, core_state_spec,
+                             time_prefix=(unroll_length + 1,))
+
+
+def _as_flat(nest) -> List[Any]:
+  if isinstance(nest, np.ndarray):
+    return [nest]
+  return tree.flatten(nest)
+
+
+class UnrollAdder(base.ReverbAdder):
+  """Writes overlapping [T + 1] unrolls of N batched environments.
+
+  Example::
+
+    adder = UnrollAdder(client, 'queue', unroll_length=20, num_envs=8,
+                        actor_id=3)
+    timestep = batched_env.reset()                # arrays with leading [N]
+    adder.add_first(timestep)
+    while True:
+      adder.set_policy_version(variable_client.version)
+      actions, logits = policy(timestep.observation)
+      timestep = batched_env.step(actions)
+      adder.add(actions, timestep, extras={'logits': logits})
+  """
+
+  signature = staticmethod(unroll_signature)
+
+  def __init__(self,
+               client: reverb.Client,
+               table: str,
+               unroll_length: int,
+               num_envs: int,
+               actor_id: int = 0,
+               environment_spec=None,
+               extras_spec=None,
+               core_state_spec=None,
+               priority_fn: Optional[base.PriorityFn] = None,
+               max_in_flight_items: Optional[int] = None,
+               flush_timeout_s: float = 30.0):
+    """Creates the adder.
+
+    Args:
+      client: a `reverb.Client`.
+      table: the table (typically a queue) to write to.
+      unroll_length: T; every T steps one item of T + 1 steps per env.
+      num_envs: N, the batch size of the timesteps given to `add`.
+      actor_id: stored in every item.
+      environment_spec: optional spec of ONE environment; when given, the
+        buffers take its dtypes (actions are cast on copy), otherwise dtypes
+        are those of the first data seen.
+      extras_spec: optional spec of one env's extras (same role).
+      core_state_spec: optional spec of one env's recurrent state.
+      priority_fn: see `ReverbAdder`.
+      max_in_flight_items: pending items before `add` blocks (default N).
+      flush_timeout_s: see `ReverbAdder`.
+    """
+    if unroll_length < 1:
+      raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
+    if num_envs < 1:
+      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    super().__init__(client, table, num_keep_alive_refs=1, actor_id=actor_id,
+                     priority_fn=priority_fn,
+                     max_in_flight_items=max_in_flight_items or num_envs,
+                     flush_timeout_s=flush_timeout_s)
+    self._T = unroll_length
+    self._N = num_envs
+    self._shape = (num_envs, unroll_length + 1)
+    self._env_spec = (base.as_environment_spec(environment_spec)
+                      if environment_spec is not None else None)
+    self._extras_spec = extras_spec
+    self._core_state_spec = core_state_spec
+    self._t = -1  # -1: add_first not called yet.
+    self._obs = None
+    self._actions = None
+    self._extras = None
+    self._state0 = None
+    self._version0 = base.VERSION_DTYPE(0)
+    self._reward = np.zeros(self._shape, base.REWARD_DTYPE)
+    self._discount = np.zeros(self._shape, base.REWARD_DTYPE)
+    self._step_type = np.zeros(self._shape, base.STEP_TYPE_DTYPE)
+    self._columns = None  # Cached writer history columns (flat).
+    self._structure = None
+
+  # --- buffers --------------------------------------------------------------
+
+  def _alloc(self, spec, example, prefix):
+    """Preallocates zeros [prefix..., ...] from a spec or example batch."""
+    if spec is not None:
+      return base.zeros_like_spec(spec, prefix)
+    return tree.map_structure(
+        lambda x: np.zeros(prefix + np.shape(x)[1:], np.asarray(x).dtype),
+        example)
+
+  def _check_batch(self, name, value):
+    n = np.shape(value)[0] if np.ndim(value) else None
+    if n != self._N:
+      raise ValueError(
+          f'UnrollAdder(num_envs={self._N}): {name} has leading dimension '
+          f'{n}, expected {self._N} (one entry per environment; shape '
+          f'{np.shape(value)}).')
+
+  def _put_timestep(self, t: int, timestep: dm_env.TimeStep) -> None:
+    self._step_type[:, t] = timestep.step_type
+    if timestep.reward is None:
+      self._reward[:, t] = 0.0
+    else:
+      self._reward[:, t] = timestep.reward
+    if timestep.discount is None:
+      self._discount[:, t] = 1.0
+    else:
+      self._discount[:, t] = timestep.discount
+    obs = timestep.observation
+    if isinstance(obs, np.ndarray):
+      self._obs_flat[0][:, t] = obs
+    else:
+      for buf, x in zip(self._obs_flat, tree.flatten(obs)):
+        buf[:, t] = x
+
+  # --- adder API ------------------------------------------------------------
+
+  def add_first(self, timestep: dm_env.TimeStep) -> None:
+    """Starts (or restarts) the unroll with a batched timestep."""
+    self._check_batch('timestep.step_type', timestep.step_type)
+    if self._obs is None:
+      obs_spec = self._env_spec.observations if self._env_spec else None
+      self._obs = self._alloc(obs_spec, timestep.observation, self._shape)
+      self._obs_flat = _as_flat(self._obs)
+    self._put_timestep(0, timestep)
+    self._t = 0
+
+  def add(self,
+          action: core.Nest,
+          next_timestep: dm_env.TimeStep,
+          extras: core.Nest = (),
+          core_state: Optional[core.Nest] = None) -> None:
+    """Records the batched actions and the batched timestep they led to.
+
+    Args:
+      action: actions [N, ...] taken on the previous timestep.
+      next_timestep: the batched timestep that followed.
+      extras: nest of [N, ...] arrays of the actor's outputs for the previous
+        timestep (e.g. {'logits': [N, A]}).
+      core_state: nest of [N, ...] recurrent states the policy used for the
+        previous timestep; stored once per unroll (at index 0).
+    """
+    t = self._t
+    if t < 0:
+      raise base.not_started_error(self)
+    if self._actions is None:
+      self._first_add(action, extras, core_state)
+    if isinstance(action, np.ndarray) or not isinstance(action, (dict, list,
+                                                                 tuple)):
+      self._actions_flat[0][:, t] = action
+    else:
+      for buf, x in zip(self._actions_flat, tree.flatten(action)):
+        buf[:, t] = x
+    if self._extras_flat:
+      for buf, x in zip(self._extras_flat, tree.flatten(extras)):
+        buf[:, t] = x
+    if t == 0:
+      self._version0 = self._policy_version
+      if self._state0 is not None:
+        if core_state is None:
+          raise ValueError(
+              'UnrollAdder was given a core_state before; pass core_state= '
+              'with every add() (it is stored at each unroll\'s first step).')
+        for buf, x in zip(self._state0_flat, tree.flatten(core_state)):
+          buf[...] = x
+    t += 1
+    self._put_timestep(t, next_timestep)
+    if t == self._T:
+      self._write()
+      t = 0
+    self._t = t
+
+  def _first_add(self, action, extras, core_state) -> None:
+    self._check_batch('action', tree.flatten(action)[0])
+    act_spec = self._env_spec.actions if self._env_spec else None
+    self._actions = self._alloc(act_spec, action, self._shape)
+    self._actions_flat = _as_flat(self._actions)
+    self._extras = self._alloc(self._extras_spec, extras, self._shape)
+    self._extras_flat = tree.flatten(self._extras)
+    if core_state is not None or self._core_state_spec is not None:
+      self._state0 = self._alloc(self._core_state_spec, core_state,
+                                 (self._N,))
+      self._state0_flat = tree.flatten(self._state0)
+
+  def _write(self) -> None:
+    """Appends and inserts one [T + 1] unroll per environment."""
+    for i in range(self._N):
+      step = {
+          'observation': tree.map_structure(lambda b: b[i], self._obs),
+          'action': tree.map_structure(lambda b: b[i], self._actions),
+          'reward': self._reward[i],
+          'discount': self._discount[i],
+          'step_type': self._step_type[i],
+          'extras': tree.map_structure(lambda b: b[i], self._extras),
+          'policy_version': self._version0,
+          'actor_id': self._actor_id,
+      }
+      if self._state0 is not None:
+        step['core_state'] = tree.map_structure(lambda b: b[i], self._state0)
+      self._writer.append(step)
+      if self._columns is None:
+        history = self._writer.history
+        self._structure = history
+        self._columns = tree.flatten(history)
+      trajectory = tree.unflatten_as(self._structure,
+                                     [c[-1] for c in self._columns])
+      self._create_item(trajectory, flush=False)
+    self._flush(self._max_in_flight_items)
+    # The last step of this unroll is the first step of the next one.
+    T = self._T
+    self._reward[:, 0] = self._reward[:, T]
+    self._discount[:, 0] = self._discount[:, T]
+    self._step_type[:, 0] = self._step_type[:, T]
+    for buf in self._obs_flat:
+      buf[:, 0] = buf[:, T]
+
+  def _reset_episode(self) -> None:
+    self._t = -1

@@ -1,0 +1,159 @@
+"""Reverb -> tf.data: batched samples with their sample info.
+
+Each element is a `reverb.ReplaySample(info, data)`: `data` has the table
+signature's structure with a leading batch dimension; `info` holds `key`
+(for priority updates), `probability` and `table_size` (for importance
+weights, see `repertory.components.losses.importance_weights`), `priority`
+and `times_sampled`, each [B].
+"""
+
+import queue
+import threading
+import time
+from typing import Any, Iterator, Optional, Union
+
+from absl import logging
+import reverb
+
+
+def _address(server) -> str:
+  if isinstance(server, str):
+    return server
+  if hasattr(server, 'server_address'):
+    return server.server_address
+  raise TypeError(
+      f'Expected a Reverb server address "host:port" or a reverb.Client, got '
+      f'{type(server).__name__}.')
+
+
+def make_dataset(server_address: Union[str, reverb.Client],
+                 table: str,
+                 batch_size: Optional[int],
+                 prefetch_size: Optional[int] = None,
+                 max_in_flight_samples_per_worker: Optional[int] = None,
+                 num_workers_per_iterator: int = -1,
+                 rate_limiter_timeout_ms: int = -1,
+                 get_signature_timeout_s: int = 60):
+  """A `tf.data.Dataset` of batched `ReplaySample`s from a Reverb table.
+
+  Args:
+    server_address: "host:port" or a `reverb.Client` (a dereferenced
+      ReverbNode handle).
+    table: the table name; it must have a signature (build it with the
+      adder's `signature(...)`).
+    batch_size: samples per batch (drop_remainder); None yields single
+      samples (needed for variable-length items).
+    prefetch_size: batches prefetched (default: tf.data.AUTOTUNE).
+    max_in_flight_samples_per_worker: samples requested ahead per worker
+      (default 2 * batch_size). For a queue, these leave the queue early.
+    num_workers_per_iterator: Reverb sampler workers (-1: auto).
+    rate_limiter_timeout_ms: if >= 0, the dataset ends (OutOfRange) when
+      sampling blocks longer than this; -1 waits forever (use
+      `StarvationLoggingIterator` to see what it waits for).
+    get_signature_timeout_s: how long to wait for the server to answer.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  address = _address(server_address)
+  if batch_size is not None and batch_size < 1:
+    raise ValueError(f'batch_size must be >= 1 or None, got {batch_size}.')
+  if max_in_flight_samples_per_worker is None:
+    max_in_flight_samples_per_worker = 2 * (batch_size or 1)
+  try:
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        server_address=address,
+        table=table,
+        max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+        num_workers_per_iterator=num_workers_per_iterator,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+        get_signature_timeout_secs=get_signature_timeout_s)
+  except ValueError as e:
+    raise ValueError(
+        f'make_dataset: cannot read table {table!r} at {address}: {e}. The '
+        'table must exist and have a signature (e.g. '
+        'signature=adders.unroll_signature(...)).') from e
+  if batch_size is not None:
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+  return dataset.prefetch(
+      tf.data.AUTOTUNE if prefetch_size is None else prefetch_size)
+
+
+def table_status(client: reverb.Client, table: str) -> str:
+  """A one-line description of a table's fill and rate limiter state."""
+  try:
+    info = client.server_info(timeout=5)[table]
+  except Exception as e:  # pylint: disable=broad-except
+    return f'table {table!r}: server_info failed ({e})'
+  limiter = info.rate_limiter_info
+  return (f'table {table!r}: size {info.current_size}/{info.max_size}, '
+          f'inserts completed {limiter.insert_stats.completed}, '
+          f'samples completed {limiter.sample_stats.completed}, '
+          f'min_size_to_sample {limiter.min_size_to_sample}, '
+          f'samples_per_insert {limiter.samples_per_insert:g}')
+
+
+class StarvationLoggingIterator:
+  """Wraps a dataset iterator; logs what it waits for while a batch is late.
+
+  `next()` runs on a helper thread; every `log_every_s` seconds without a
+  batch it logs e.g. "learner waiting 30s for a batch from table 'queue':
+  size 3/64, inserted 3, sampled 0, ...", and after `timeout_s` (if set) it
+  raises a `TimeoutError` carrying the same description.
+  """
+
+  def __init__(self,
+               iterator: Iterator[Any],
+               client: reverb.Client,
+               table: str,
+               log_every_s: float = 30.0,
+               timeout_s: Optional[float] = None,
+               name: str = 'learner'):
+    self._iterator = iterator
+    self._client = client
+    self._table = table
+    self._log_every_s = log_every_s
+    self._timeout_s = timeout_s
+    self._name = name
+    # A daemon thread, so that a process never hangs at exit on a blocked
+    # next() (a ThreadPoolExecutor's threads are joined at exit).
+    self._requests = queue.Queue()
+    self._results = queue.Queue()
+    self._pending = False
+    self._thread = threading.Thread(target=self._work, daemon=True,
+                                    name=f'dataset_next_{table}')
+    self._thread.start()
+
+  def _work(self) -> None:
+    while self._requests.get() is not None:
+      try:
+        self._results.put((True, next(self._iterator)))
+      except BaseException as e:  # pylint: disable=broad-except
+        self._results.put((False, e))
+
+  def __iter__(self):
+    return self
+
+  def __next__(self):
+    if not self._pending:
+      self._requests.put(True)
+      self._pending = True
+    start = time.monotonic()
+    while True:
+      try:
+        ok, value = self._results.get(timeout=self._log_every_s)
+        break
+      except queue.Empty:
+        waited = time.monotonic() - start
+        status = table_status(self._client, self._table)
+        if self._timeout_s is not None and waited >= self._timeout_s:
+          raise TimeoutError(
+              f'{self._name}: no batch after {waited:.0f}s; {status}. Are the '
+              'actors running and writing to this table?') from None
+        logging.warning('%s waiting %.0fs for a batch from %s', self._name,
+                        waited, status)
+    self._pending = False
+    if ok:
+      return value
+    raise value
+
+  def close(self) -> None:
+    self._requests.put(None)
