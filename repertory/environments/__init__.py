@@ -11,6 +11,7 @@ asks for it.
 """
 
 from repertory.environments.batched import BatchedEnvironment
+from repertory.environments.batched import BatchedEpisodeStatistics
 from repertory.environments.batched import BatchedTimeStep
 from repertory.environments.batched import SerialBatchedEnvironment
 from repertory.environments.catch import Catch

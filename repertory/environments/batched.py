@@ -189,3 +189,60 @@ class SerialBatchedEnvironment(BatchedEnvironment):
     return BatchedTimeStep(step_type, reward, discount,
                            stack_observations([ts.observation
                                                for ts in timesteps]))
+
+
+class BatchedEpisodeStatistics(BatchedEnvironment):
+  """Wraps a batch; tracks each environment's episode return and length.
+
+  `pop_finished()` returns the episodes that ended since the last call as a
+  list of (environment index, return, length), for logging:
+
+    batch = BatchedEpisodeStatistics(make_batched('catch', 8))
+    ...
+    for index, episode_return, length in batch.pop_finished(): ...
+  """
+
+  def __init__(self, environment: BatchedEnvironment):
+    self._environment = environment
+    n = environment.num_envs
+    self._returns = np.zeros(n, np.float64)
+    self._lengths = np.zeros(n, np.int64)
+    self._finished: List[tuple] = []
+
+  @property
+  def environment(self) -> BatchedEnvironment:
+    return self._environment
+
+  @property
+  def num_envs(self) -> int:
+    return self._environment.num_envs
+
+  def observation_spec(self):
+    return self._environment.observation_spec()
+
+  def action_spec(self):
+    return self._environment.action_spec()
+
+  def reset(self) -> BatchedTimeStep:
+    self._returns[:] = 0.
+    self._lengths[:] = 0
+    return self._environment.reset()
+
+  def step(self, actions) -> BatchedTimeStep:
+    timestep = self._environment.step(actions)
+    first = timestep.first()
+    self._returns[first] = 0.
+    self._lengths[first] = 0
+    self._returns[~first] += timestep.reward[~first]
+    self._lengths[~first] += 1
+    for i in np.flatnonzero(timestep.last()):
+      self._finished.append(
+          (int(i), float(self._returns[i]), int(self._lengths[i])))
+    return timestep
+
+  def pop_finished(self) -> List[tuple]:
+    finished, self._finished = self._finished, []
+    return finished
+
+  def close(self) -> None:
+    self._environment.close()

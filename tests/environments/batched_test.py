@@ -261,3 +261,18 @@ def test_atari_episodic_life_continues_the_game():
       break
   assert evaluation.last_info['lives'][0] == 4
   assert not timestep.last()  # Losing a life does not end the episode.
+
+
+def test_batched_episode_statistics():
+  with environments.BatchedEpisodeStatistics(
+      environments.make_batched('catch:4x3', 2, seed=0)) as batch:
+    batch.reset()
+    assert batch.pop_finished() == []
+    for _ in range(3):
+      timestep = batch.step(np.ones(2, np.int32))
+    finished = batch.pop_finished()
+    assert [(i, length) for i, _, length in finished] == [(0, 3), (1, 3)]
+    assert [r for _, r, _ in finished] == list(timestep.reward)
+    batch.step(np.ones(2, np.int32))  # FIRST steps.
+    batch.step(np.ones(2, np.int32))
+    assert batch.pop_finished() == []
