@@ -22,6 +22,7 @@ from repertory.environments.factory import BATCHED_KINDS
 from repertory.environments.gym_adapter import from_gym
 from repertory.environments.gym_adapter import GymAdapter
 from repertory.environments.gym_adapter import space_to_spec
+from repertory.environments.minatar_adapter import MinAtarEnvironment
 from repertory.environments.process_batched import ProcessBatchedEnvironment
 from repertory.environments.process_batched import WorkerError
 from repertory.environments.registry import make
@@ -33,6 +34,7 @@ from repertory.environments.registry import UnknownEnvironmentError
 from repertory.environments.wrappers import ActionRepeat
 from repertory.environments.wrappers import EnvironmentWrapper
 from repertory.environments.wrappers import EpisodeStatistics
+from repertory.environments.wrappers import EpisodeStats
 from repertory.environments.wrappers import OAR
 from repertory.environments.wrappers import ObservationActionReward
 from repertory.environments.wrappers import SinglePrecision
