@@ -10,6 +10,8 @@ from repertory.components.losses.actor_critic import actor_critic_loss_from_log_
 from repertory.components.losses.actor_critic import discounted_returns
 from repertory.components.losses.base import categorical_entropy
 from repertory.components.losses.base import categorical_log_prob
+from repertory.components.losses.base import gaussian_entropy
+from repertory.components.losses.base import gaussian_log_prob
 from repertory.components.losses.base import LossOutput
 from repertory.components.losses.importance_weights import importance_sampling_weights
 from repertory.components.losses.n_step_q import double_q_learning

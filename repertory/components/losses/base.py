@@ -7,6 +7,7 @@ its inputs before computing anything.
 
 from typing import Dict, NamedTuple, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -99,3 +100,27 @@ def categorical_entropy(logits: tf.Tensor) -> tf.Tensor:
 def next_values(v_tm1: tf.Tensor, bootstrap_value: tf.Tensor) -> tf.Tensor:
   """Returns v_t = [v_tm1[1:], bootstrap_value]: values of the next states."""
   return tf.concat([v_tm1[1:], bootstrap_value[tf.newaxis]], axis=0)
+
+
+def gaussian_log_prob(mean: tf.Tensor, stddev: tf.Tensor,
+                      actions: tf.Tensor) -> tf.Tensor:
+  """log N(actions; mean, diag(stddev²)), summed over the last axis.
+
+  All inputs `[..., action_size]`; returns `[...]`.
+  """
+  mean = to_float(mean, 'mean')
+  stddev = to_float(stddev, 'stddev')
+  actions = to_float(actions, 'actions')
+  check_same_shape('gaussian_log_prob', mean=mean, stddev=stddev,
+                   actions=actions)
+  z = (actions - mean) / stddev
+  log_density = -0.5 * tf.square(z) - tf.math.log(stddev) - 0.5 * tf.math.log(
+      2.0 * np.pi)
+  return tf.reduce_sum(log_density, axis=-1)
+
+
+def gaussian_entropy(stddev: tf.Tensor) -> tf.Tensor:
+  """Entropy of a diagonal Gaussian, summed over the last axis; `[...]`."""
+  stddev = to_float(stddev, 'stddev')
+  return tf.reduce_sum(
+      0.5 + 0.5 * tf.math.log(2.0 * np.pi) + tf.math.log(stddev), axis=-1)

@@ -210,3 +210,17 @@ def test_impala_gradients_reach_only_learner_side_inputs():
     total = tf.reduce_sum(returns.vs) + tf.reduce_sum(returns.pg_advantages)
   for x in list(tensors.values()) + [log_rhos]:
     assert tape.gradient(total, x) is None
+
+
+def test_unknown_dims_inside_tf_function():
+  spec = tf.TensorSpec([None, None], tf.float32)
+
+  @tf.function(input_signature=[spec, tf.TensorSpec([None], tf.float32),
+                                spec, spec, spec])
+  def run(v_tm1, bootstrap_value, r_t, discount_t, log_rhos):
+    return losses.vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos)
+
+  data = _random_unroll(seed=8)
+  got = run(**data)
+  vs, _ = reference_vtrace(**data)
+  np.testing.assert_allclose(got.vs, vs, rtol=1e-5, atol=1e-5)
