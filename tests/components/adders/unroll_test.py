@@ -1,0 +1,83 @@
+"""UnrollAdder: batched [T + 1] unrolls against a real Reverb server."""
+
+import dm_env
+from dm_env import specs
+import numpy as np
+import pytest
+
+from repertory.components import adders
+
+F, M, L = 0, 1, 2
+N, T = 2, 3
+
+
+def batched(step_type, reward, discount, obs):
+  return dm_env.TimeStep(np.asarray(step_type), np.asarray(reward, np.float32),
+                         np.asarray(discount, np.float32),
+                         np.asarray(obs, np.float32))
+
+
+# Env 0 ends its episode at step 2 (LAST, discount 0) and auto-resets at
+# step 3 (FIRST); env 1 is truncated at step 4 (LAST, discount 1).
+# Observation of env e at step k: 10 * e + k.
+STEP_TYPES = [[F, F], [M, M], [L, M], [F, M], [M, L], [M, F], [M, M]]
+DISCOUNTS = [[1, 1], [1, 1], [0, 1], [1, 1], [1, 1], [1, 1], [1, 1]]
+
+
+def timestep(k):
+  return batched(STEP_TYPES[k], [k, 10 + k] if k else [0, 0], DISCOUNTS[k],
+                 [k, 10 + k])
+
+
+def test_unrolls_overlap_and_cross_episode_boundaries(make_client, read_all,
+                                                      env_spec):
+  sig = adders.UnrollAdder.signature(
+      env_spec, T, extras_spec={'logits': specs.Array((2,), np.float32)},
+      core_state_spec=specs.Array((), np.float32))
+  client = make_client({'queue': sig})
+  adder = adders.UnrollAdder(client, 'queue', T, N, actor_id=4,
+                             environment_spec=env_spec)
+  adder.add_first(timestep(0))
+  for k in range(1, 7):
+    adder.set_policy_version(k)
+    actions = np.array([k, 10 + k]) - 1  # action on step k - 1 (int64).
+    adder.add(actions, timestep(k),
+              extras={'logits': np.full((N, 2), k - 1, np.float32)},
+              core_state=np.array([100 + k - 1, 200 + k - 1], np.float32))
+  items = read_all(client, 'queue')
+  # Two unrolls (steps 0..3, 3..6) of two envs each, env 0 first.
+  assert len(items) == 4
+  for u, first in enumerate([0, 3]):
+    for e in range(N):
+      got = items[2 * u + e]
+      steps = np.arange(first, first + T + 1)
+      np.testing.assert_array_equal(got['observation'], 10 * e + steps)
+      np.testing.assert_array_equal(
+          got['step_type'], [STEP_TYPES[k][e] for k in steps])
+      np.testing.assert_array_equal(
+          got['discount'], [DISCOUNTS[k][e] for k in steps])
+      rewards = [10 * e + k if k else 0 for k in steps]
+      np.testing.assert_array_equal(got['reward'], rewards)
+      # Actions on steps first..first+T-1; zeros at index T.
+      np.testing.assert_array_equal(
+          got['action'], list(10 * e + steps[:-1]) + [0])
+      assert got['action'].dtype == np.int32  # Cast to the spec's dtype.
+      np.testing.assert_array_equal(got['extras']['logits'][:, 0],
+                                    list(steps[:-1]) + [0])
+      assert got['core_state'] == 100 * (e + 1) + first
+      assert got['policy_version'] == first + 1
+      assert got['actor_id'] == 4
+
+
+def test_wrong_batch_size_is_explained(make_client, env_spec):
+  client = make_client({'queue': adders.UnrollAdder.signature(env_spec, T)})
+  adder = adders.UnrollAdder(client, 'queue', T, num_envs=3)
+  with pytest.raises(ValueError, match='num_envs=3'):
+    adder.add_first(timestep(0))
+
+
+def test_add_before_add_first(make_client, env_spec):
+  client = make_client({'queue': adders.UnrollAdder.signature(env_spec, T)})
+  adder = adders.UnrollAdder(client, 'queue', T, N)
+  with pytest.raises(RuntimeError, match='add_first'):
+    adder.add(np.zeros(N, np.int32), timestep(1))

@@ -1,0 +1,130 @@
+"""Tables, datasets, priority updates and stale-sample dropping."""
+
+import dm_env
+from dm_env import specs
+import numpy as np
+import pytest
+import reverb
+
+from repertory.components import adders
+from repertory.components import replay
+
+ENV_SPEC = adders.EnvironmentSpec(
+    specs.Array((3,), np.float32), specs.Array((), np.int32),
+    specs.Array((), np.float32), specs.Array((), np.float32))
+
+
+@pytest.fixture
+def server_factory():
+  servers = []
+
+  def make(tables):
+    server = reverb.Server(tables)
+    servers.append(server)
+    return reverb.Client(f'localhost:{server.port}')
+
+  yield make
+  for server in servers:
+    server.stop()
+
+
+def write_transitions(client, table, num, version=0):
+  adder = adders.NStepTransitionAdder(client, 1, 0.9, table)
+  adder.set_policy_version(version)
+  adder.add_first(dm_env.restart(np.zeros(3, np.float32)))
+  for k in range(num):
+    adder.add(np.int32(k), dm_env.transition(
+        np.float32(k), np.full(3, k + 1, np.float32)))
+  adder.flush()
+
+
+def test_invalid_combinations_are_explained():
+  with pytest.raises(ValueError, match='smaller than one batch'):
+    replay.queue_table('q', max_size=4, batch_size=8)
+  with pytest.raises(ValueError, match='min_size_to_sample=100 exceeds'):
+    replay.uniform_replay_table('r', max_size=10, min_size_to_sample=100)
+  with pytest.raises(ValueError, match='deadlock'):
+    replay.rate_limiter(10, samples_per_insert=8.0, error_buffer=2.0)
+  with pytest.raises(ValueError, match='samples_per_insert'):
+    replay.rate_limiter(10, error_buffer=2.0)
+
+
+def test_error_buffer_is_derived_from_the_ratio():
+  assert replay.error_buffer_for(4.0, 1000) == pytest.approx(400.0)
+  # Never below what keeps both sides moving.
+  assert replay.error_buffer_for(4.0, 1) == 8.0
+  assert replay.error_buffer_for(0.5, 1, batch_size=32) == 32.0
+  limiter = replay.rate_limiter(100, samples_per_insert=2.0)
+  assert isinstance(limiter, reverb.rate_limiters.SampleToInsertRatio)
+
+
+def test_dataset_batches_with_sample_info(server_factory):
+  sig = adders.NStepTransitionAdder.signature(ENV_SPEC)
+  client = server_factory([replay.prioritized_replay_table(
+      'replay', 100, signature=sig, batch_size=4)])
+  write_transitions(client, 'replay', 10, version=3)
+  dataset = replay.make_dataset(client, 'replay', batch_size=4)
+  sample = next(iter(dataset))
+  assert sample.data['observation'].shape == (4, 3)
+  assert sample.info.key.shape == (4,)
+  # 10 steps of an unfinished episode: the 10th transition waits for the
+  # next step (its next observation).
+  np.testing.assert_array_equal(sample.info.table_size, [9] * 4)
+  np.testing.assert_allclose(sample.info.probability, [1 / 9] * 4)
+  np.testing.assert_array_equal(sample.data['policy_version'], [3] * 4)
+
+
+def test_priority_updates_change_what_is_sampled(server_factory):
+  sig = adders.NStepTransitionAdder.signature(ENV_SPEC)
+  client = server_factory([replay.prioritized_replay_table(
+      'replay', 100, priority_exponent=1.0, signature=sig)])
+  write_transitions(client, 'replay', 5)
+  keys = [s.info.key for s in client.sample('replay', 50,
+                                            emit_timesteps=False)]
+  favourite = keys[0]
+  updater = replay.PriorityUpdater(client, 'replay')
+  updater.update(list(set(keys)), [1e-6 if k != favourite else 1e6
+                                   for k in set(keys)])
+  updater.flush()
+  assert updater.num_sent == 1
+  sampled = [s.info.key for s in client.sample('replay', 20,
+                                               emit_timesteps=False)]
+  assert all(k == favourite for k in sampled)
+  updater.close()
+
+
+def test_priority_update_validates():
+  server = reverb.Server([replay.uniform_replay_table('r', 10)])
+  try:
+    updater = replay.PriorityUpdater(
+        reverb.Client(f'localhost:{server.port}'), 'r')
+    with pytest.raises(ValueError, match='one priority per sampled key'):
+      updater.update([1, 2], [1.0])
+    updater.close()
+  finally:
+    server.stop()
+
+
+def test_drop_stale():
+  batch = {'policy_version': np.array([10, 7, 9, 4]),
+           'observation': np.arange(4)}
+  result = replay.drop_stale(batch, learner_version=10, max_policy_lag=2)
+  assert result.num_dropped == 2
+  np.testing.assert_array_equal(result.lag, [0, 3, 1, 6])
+  np.testing.assert_array_equal(result.kept['observation'], [0, 2])
+  np.testing.assert_array_equal(result.mask, [True, False, True, False])
+  with pytest.raises(KeyError, match='policy_version'):
+    replay.drop_stale({'x': np.zeros(2)}, 0, 1)
+
+
+def test_starved_learner_says_what_it_waits_for(server_factory):
+  sig = adders.NStepTransitionAdder.signature(ENV_SPEC)
+  client = server_factory([replay.queue_table('queue', 10, signature=sig)])
+  iterator = replay.StarvationLoggingIterator(
+      iter(replay.make_dataset(client, 'queue', batch_size=2)), client,
+      'queue', log_every_s=0.2, timeout_s=0.5)
+  with pytest.raises(TimeoutError, match=r"table 'queue': size 0/10"):
+    next(iterator)
+  write_transitions(client, 'queue', 3)
+  assert next(iterator).data['action'].shape == (2,)  # the same request.
+  iterator.close()
