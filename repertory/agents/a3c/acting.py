@@ -25,10 +25,10 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as networks_lib
-from repertory.agents.ppo.acting import EpisodeTracker
-from repertory.agents.ppo.acting import limit_tf_threads
+from repertory.agents.impala.acting import limit_tf_threads
 from repertory.components import losses
 from repertory.components import variables
+from repertory.components.evaluation import episodes
 
 _FIRST = int(dm_env.StepType.FIRST)
 
@@ -64,6 +64,7 @@ class A3CActor(core.Worker):
     self._num_envs = envs_per_actor
     self._environment = environments.make_batched(env, envs_per_actor,
                                                   seed=seed)
+    self._episodes = episodes.EpisodeTracker(envs_per_actor)
     observation_spec = self._environment.observation_spec()
     self._network = networks_lib.make_network(
         config.hidden_sizes, observation_spec,
@@ -73,10 +74,7 @@ class A3CActor(core.Worker):
     self._learner = learner
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY, fetch_timeout_s=config.push_timeout_s)
-    self._counter = counter
-    self._monitor = monitor
-    self._episodes = EpisodeTracker(envs_per_actor)
-    self._futures: list = []
+    self._reporter = episodes.ActorReporter(counter, monitor)
     self._timestep = None
     self._gradients = tf.function(self._gradients_impl)
     self.rollouts = 0
@@ -117,7 +115,6 @@ class A3CActor(core.Worker):
   def rollout(self) -> Dict[str, np.ndarray]:
     """Steps every environment `unroll_length` times; returns `[T+1, N]`
     (observations, rewards, discounts, step types) and `[T, N]` actions."""
-    T, N = self._config.unroll_length, self._num_envs
     if self._timestep is None:
       self._timestep = self._environment.reset()
     timestep = self._timestep
@@ -125,17 +122,16 @@ class A3CActor(core.Worker):
     rewards, discounts = [timestep.reward], [timestep.discount]
     step_types = [timestep.step_type]
     actions = []
-    for _ in range(T):
+    for _ in range(self._config.unroll_length):
       action, _, _ = self._policy.step(timestep.observation)
       timestep = self._environment.step(action)
-      self._episodes.observe(timestep)
+      self._episodes.observe(timestep.step_type, timestep.reward)
       actions.append(action)
       observations.append(timestep.observation)
       rewards.append(timestep.reward)
       discounts.append(timestep.discount)
       step_types.append(timestep.step_type)
     self._timestep = timestep
-    del N
     return {
         'observation': np.stack(observations),
         'action': np.stack(actions).astype(np.int32),
@@ -163,20 +159,9 @@ class A3CActor(core.Worker):
                                                 actor_id=self._actor_id)
     self.rollouts += 1
     self.last_version = int(new_version)
-    self._report(self._config.unroll_length * self._num_envs)
+    self._reporter.report(self._config.unroll_length * self._num_envs,
+                          *self._episodes.pop())
     return self.last_version
-
-  def _report(self, steps: int) -> None:
-    """Counts steps and records episodes, one future each per rollout."""
-    for future in self._futures:
-      future.result()
-    self._futures = []
-    if self._counter is not None:
-      self._futures.append(self._counter.futures.increment(actor_steps=steps))
-    returns, lengths = self._episodes.pop()
-    if self._monitor is not None and returns:
-      self._futures.append(self._monitor.futures.record_episodes(
-          returns=returns, lengths=lengths))
 
   def run(self) -> None:
     stop = launch.stop_event()

@@ -96,7 +96,7 @@ class ApexActor(core.Worker):
         for j in range(experiment.envs_per_actor)]
     spec = adders.make_environment_spec(self._envs[0])
     self._network = make_network(spec, config)
-    self._policy = tf.function(self._network, reduce_retracing=True)
+    self._policy = batch_policy(self._network, spec.observations)
     self._action_dtype = np.dtype(spec.actions.dtype)
     self._client = variables_lib.VariableClient(
         variable_source, 'policy',
@@ -190,6 +190,11 @@ class ApexActor(core.Worker):
     self._pending_steps = 0
     self._done_returns, self._done_lengths = [], []
 
+  def flush(self) -> None:
+    """Sends every item created so far to the table (blocks)."""
+    for adder in self._adders:
+      adder.flush()
+
   def run(self) -> None:
     stop = launch.stop_event()
     try:
@@ -205,6 +210,15 @@ class ApexActor(core.Worker):
         adder.close()
       except Exception:  # pylint: disable=broad-except
         pass  # The server may already be gone at shutdown.
+
+
+def batch_policy(network: Callable[[Any], Any], observation_spec: Any):
+  """`network` as a tf.function over `[None, ...]` observation batches (one
+  trace whatever the batch size)."""
+  signature = tf.nest.map_structure(
+      lambda s: tf.TensorSpec((None,) + tuple(s.shape), tf.as_dtype(s.dtype)),
+      observation_spec)
+  return tf.function(network, input_signature=[signature])
 
 
 def _constant(value: float, item) -> float:

@@ -71,7 +71,7 @@ class ImpalaActor(core.Worker):
     observation_spec = self._env.observation_spec()
     action_spec = self._env.action_spec()
     network = networks_lib.make_network(config, observation_spec, action_spec)
-    self._policy = networks_lib.Policy(network, seed=seed)
+    self._policy = networks_lib.Policy(network, observation_spec, seed=seed)
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY,
         update_period=config.variable_update_period)
@@ -143,7 +143,8 @@ class EvalActor(core.Actor):
     limit_tf_threads()
     observation_spec, action_spec = networks_lib.environment_specs(env_spec)
     network = networks_lib.make_network(config, observation_spec, action_spec)
-    self._policy = networks_lib.Policy(network, greedy=greedy, seed=seed)
+    self._policy = networks_lib.Policy(network, observation_spec, greedy=greedy,
+                                         seed=seed)
     self._client = variables.VariableClient(variable_source,
                                             networks_lib.POLICY)
     self._state = self._policy.initial_state(1)

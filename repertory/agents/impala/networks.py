@@ -75,13 +75,13 @@ class Policy:
   `first` holds are zeroed first (a new episode starts there).
   """
 
-  def __init__(self, network: snt.Module, greedy: bool = False, seed: int = 0):
+  def __init__(self, network: snt.Module, observation_spec: specs.Array,
+               greedy: bool = False, seed: int = 0):
     self.network = network
     self.recurrent = is_recurrent(network)
     self._greedy = greedy
     self._rng = tf.random.Generator.from_seed(seed)
 
-    @tf.function
     def step(observation, state, first):
       if self.recurrent:
         state = _reset_state(state, first)
@@ -96,7 +96,15 @@ class Policy:
             logits, 1, self._rng.make_seeds(1)[:, 0], dtype=tf.int32)[:, 0]
       return action, logits, next_state
 
-    self._step = step
+    # Calling the concrete function directly skips tf.function's dispatch
+    # (about half of a small policy's call time on a CPU).
+    state_signature = tf.nest.map_structure(
+        lambda x: tf.TensorSpec((None,) + tuple(x.shape[1:]), x.dtype),
+        network.initial_state(1))
+    self._step = tf.function(step).get_concrete_function(
+        tf.TensorSpec((None,) + tuple(observation_spec.shape),
+                      tf.as_dtype(observation_spec.dtype)),
+        state_signature, tf.TensorSpec((None,), tf.bool))
 
   def initial_state(self, batch_size: int) -> Any:
     """Zero recurrent state (numpy) for `batch_size` environments."""
@@ -105,8 +113,10 @@ class Policy:
 
   def step(self, observation: Any, state: Any, first: np.ndarray
            ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Any]:
-    action, logits, next_state = self._step(observation, state,
-                                            np.asarray(first, bool))
+    action, logits, next_state = self._step(
+        tf.convert_to_tensor(observation),
+        tf.nest.map_structure(tf.convert_to_tensor, state),
+        tf.convert_to_tensor(first, tf.bool))
     return (action.numpy(), {'logits': logits.numpy()},
             tree.map_structure(lambda x: x.numpy(), next_state))
 

@@ -7,24 +7,24 @@ behaviour log-probs and values) to the queue through `UnrollAdder`. It then
 waits for the next version: no step is ever taken with a policy other than
 the round's.
 
-`EvalActor`, `make_eval_actor`, `EpisodeTracker` and `limit_tf_threads` are
-shared with A3C.
+`EvalActor` and `make_eval_actor` are shared with A3C.
 """
 
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from repertory import core
 from repertory import environments
 from repertory import launch
+from repertory.agents.impala.acting import limit_tf_threads
 from repertory.agents.ppo import config as config_lib
 from repertory.agents.ppo import networks as networks_lib
 from repertory.components import adders
 from repertory.components import variables
+from repertory.components.evaluation import episodes
 
 # The queue of unrolls between PPO actors and learner.
 QUEUE = 'queue'
@@ -33,45 +33,10 @@ QUEUE = 'queue'
 WAIT_SLICE_S = 2.0
 
 
-def limit_tf_threads() -> None:
-  """One intra-op and one inter-op TensorFlow thread (actors share 2 cores)."""
-  try:
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-  except RuntimeError:  # TensorFlow already initialised here: keep it.
-    pass
-
-
 def extras_spec() -> dict:
   """The per-step extras PPO actors write: behaviour log-prob and value."""
   return {'log_prob': np.zeros((), np.float32),
           'value': np.zeros((), np.float32)}
-
-
-class EpisodeTracker:
-  """Accumulates per-environment returns of a batched environment."""
-
-  def __init__(self, num_envs: int):
-    self._returns = np.zeros(num_envs, np.float64)
-    self._lengths = np.zeros(num_envs, np.int64)
-    self.finished_returns: List[float] = []
-    self.finished_lengths: List[int] = []
-
-  def observe(self, timestep: Any) -> None:
-    """Adds a batched timestep (after `step`); records finished episodes."""
-    first = timestep.first()
-    self._returns = np.where(first, 0.0, self._returns + timestep.reward)
-    self._lengths = np.where(first, 0, self._lengths + 1)
-    last = timestep.last()
-    if last.any():
-      self.finished_returns.extend(self._returns[last].tolist())
-      self.finished_lengths.extend(self._lengths[last].tolist())
-
-  def pop(self):
-    """(returns, lengths) of the episodes finished since the last pop."""
-    out = self.finished_returns, self.finished_lengths
-    self.finished_returns, self.finished_lengths = [], []
-    return out
 
 
 class EvalActor(core.Actor):
@@ -145,6 +110,7 @@ class PPOActor(core.Worker):
     self._num_envs = envs_per_actor
     self._environment = environments.make_batched(env, envs_per_actor,
                                                   seed=seed)
+    self._episodes = episodes.EpisodeTracker(envs_per_actor)
     observation_spec = self._environment.observation_spec()
     action_spec = self._environment.action_spec()
     network = networks_lib.make_network(config.hidden_sizes, observation_spec,
@@ -159,12 +125,9 @@ class PPOActor(core.Worker):
         environment_spec=adders.EnvironmentSpec(
             observation_spec, action_spec, None, None),
         extras_spec=extras_spec())
-    self._counter = counter
-    self._monitor = monitor
-    self._episodes = EpisodeTracker(envs_per_actor)
+    self._reporter = episodes.ActorReporter(counter, monitor)
     self._timestep = None
     self._version: Optional[int] = None
-    self._futures: list = []
 
   @property
   def version(self) -> Optional[int]:
@@ -221,27 +184,15 @@ class PPOActor(core.Worker):
     for _ in range(self._config.unroll_length):
       action, log_prob, value = self._policy.step(timestep.observation)
       timestep = self._environment.step(action)
+      self._episodes.observe(timestep.step_type, timestep.reward)
       self._adder.add(action, timestep,
                       extras={'log_prob': log_prob, 'value': value})
-      self._episodes.observe(timestep)
     self._timestep = timestep
     self._adder.flush()  # The whole round is on the server before we wait.
     steps = self._config.unroll_length * self._num_envs
-    self._report(steps)
+    self._reporter.report(steps, *self._episodes.pop())
     self._version = version
     return steps
-
-  def _report(self, steps: int) -> None:
-    """Counts steps and records episodes, one future each per round."""
-    for future in self._futures:  # Last round's: surface remote errors.
-      future.result()
-    self._futures = []
-    if self._counter is not None:
-      self._futures.append(self._counter.futures.increment(actor_steps=steps))
-    returns, lengths = self._episodes.pop()
-    if self._monitor is not None and returns:
-      self._futures.append(self._monitor.futures.record_episodes(
-          returns=returns, lengths=lengths))
 
   def run(self) -> None:
     stop = launch.stop_event()

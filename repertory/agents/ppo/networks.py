@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from repertory.agents.impala.networks import environment_specs  # pylint: disable=unused-import
 from repertory.agents.impala.networks import num_actions
+from repertory.components import losses
 from repertory.components import networks
 
 # The name of the variable group actors fetch from the learner.
@@ -54,8 +55,7 @@ class Policy:
       else:
         action = tf.random.stateless_categorical(
             logits, 1, self._rng.make_seeds(1)[:, 0], dtype=tf.int32)[:, 0]
-      log_prob = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=action, logits=logits)
+      log_prob = losses.categorical_log_prob(logits, action)
       return action, log_prob, output.value
 
     self._step = step

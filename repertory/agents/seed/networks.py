@@ -19,4 +19,4 @@ def make_policy(config: config_lib.Config, observation_spec: Any,
   from repertory.agents.impala import acting  # pylint: disable=g-import-not-at-top
   acting.limit_tf_threads()
   network = make_network(config, observation_spec, action_spec)
-  return impala_networks.Policy(network, seed=seed)
+  return impala_networks.Policy(network, observation_spec, seed=seed)
