@@ -11,6 +11,7 @@ Both are evaluated in algebraically equal forms that avoid cancellation, so
 the round trip holds to float32 precision for small and large |x|.
 """
 
+import functools
 from typing import Callable, NamedTuple
 
 import tensorflow as tf
@@ -50,11 +51,14 @@ def signed_hyperbolic_transform(eps: float = R2D2_EPSILON) -> ValueTransform:
   if not eps > 0:
     raise ValueError(f'signed_hyperbolic_transform: eps must be > 0, got '
                      f'{eps!r}.')
-  return ValueTransform(lambda x: signed_hyperbolic(x, eps),
-                        lambda x: signed_parabolic(x, eps))
+  return ValueTransform(functools.partial(signed_hyperbolic, eps=eps),
+                        functools.partial(signed_parabolic, eps=eps))
 
 
-IDENTITY_TRANSFORM = ValueTransform(
-    apply=lambda x: tf.cast(tf.convert_to_tensor(x), tf.float32),
-    apply_inverse=lambda x: tf.cast(tf.convert_to_tensor(x), tf.float32))
+def identity(x: tf.Tensor) -> tf.Tensor:
+  """The identity transform (as float32), for untransformed targets."""
+  return tf.cast(tf.convert_to_tensor(x), tf.float32)
+
+
+IDENTITY_TRANSFORM = ValueTransform(apply=identity, apply_inverse=identity)
 SIGNED_HYPERBOLIC_TRANSFORM = signed_hyperbolic_transform(R2D2_EPSILON)

@@ -53,7 +53,8 @@ class R2D2Input(NamedTuple):
 
   Attributes:
     observation: `[..., *obs]` the current observation x_t.
-    prev_action: `[...]` int, the action a_{t-1} (0 at an episode start).
+    prev_action: `[...]` int, the action a_{t-1}; at an episode start pass
+      -1 (embedded as an all-zero one-hot) or 0.
     prev_reward: `[...]` float, the reward r_{t-1} (0 at an episode start).
   """
   observation: tf.Tensor

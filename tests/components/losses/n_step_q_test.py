@@ -161,3 +161,10 @@ def test_shape_errors_name_inputs():
     losses.transformed_n_step_double_q_learning(**data)
   with pytest.raises(ValueError, match='eta'):
     losses.r2d2_priority(np.zeros((T, B)), eta=2.0)
+
+
+def test_transforms_pickle():
+  import pickle  # pylint: disable=g-import-not-at-top
+  for tx in (losses.SIGNED_HYPERBOLIC_TRANSFORM, losses.IDENTITY_TRANSFORM):
+    again = pickle.loads(pickle.dumps(tx))
+    np.testing.assert_allclose(again.apply(VALUES), tx.apply(VALUES))
