@@ -1,0 +1,95 @@
+"""The logger interface and the fan-out / namespacing wrappers."""
+
+import abc
+import numbers
+import time
+from typing import Any, Dict, Mapping, Sequence
+
+import numpy as np
+
+LoggingData = Mapping[str, Any]
+
+
+class Logger(abc.ABC):
+  """Writes dicts of values (scalars, small arrays, strings) somewhere."""
+
+  @abc.abstractmethod
+  def write(self, values: LoggingData) -> None:
+    """Writes one row of values."""
+
+  def close(self) -> None:
+    """Flushes and releases files."""
+
+
+def to_scalar(value: Any) -> Any:
+  """numpy / TF scalars to Python numbers; other values unchanged."""
+  if hasattr(value, 'numpy'):
+    value = value.numpy()
+  if isinstance(value, np.ndarray) and value.size == 1:
+    value = value.reshape(()).item()
+  if isinstance(value, np.generic):
+    value = value.item()
+  return value
+
+
+def is_number(value: Any) -> bool:
+  return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+class Dispatcher(Logger):
+  """Writes every row to each of several loggers."""
+
+  def __init__(self, loggers: Sequence[Logger]):
+    self._loggers = list(loggers)
+
+  def write(self, values: LoggingData) -> None:
+    for logger in self._loggers:
+      logger.write(values)
+
+  def close(self) -> None:
+    for logger in self._loggers:
+      logger.close()
+
+
+class NamespacedLogger(Logger):
+  """Prefixes every key with f'{label}/' (e.g. 'actor/episode_return')."""
+
+  def __init__(self, logger: Logger, label: str):
+    self._logger = logger
+    self._prefix = f'{label}/' if label else ''
+
+  def write(self, values: LoggingData) -> None:
+    self._logger.write({
+        k if k.startswith(self._prefix) else self._prefix + k: v
+        for k, v in values.items()})
+
+  def close(self) -> None:
+    self._logger.close()
+
+
+class TimeFilter(Logger):
+  """Forwards at most one row every `time_delta` seconds."""
+
+  def __init__(self, logger: Logger, time_delta: float):
+    self._logger = logger
+    self._time_delta = time_delta
+    self._last = -float('inf')
+
+  def write(self, values: LoggingData) -> None:
+    now = time.monotonic()
+    if now - self._last >= self._time_delta:
+      self._last = now
+      self._logger.write(values)
+
+  def close(self) -> None:
+    self._logger.close()
+
+
+class InMemoryLogger(Logger):
+  """Keeps every row (tests, notebooks)."""
+
+  def __init__(self):
+    self.data: list[Dict[str, Any]] = []
+
+  def write(self, values: LoggingData) -> None:
+    self.data.append(dict(values))

@@ -1,0 +1,46 @@
+"""Terminal, CSV and TensorBoard loggers and make_logger."""
+
+import csv
+import glob
+import os
+
+import numpy as np
+import pytest
+
+from repertory.components import loggers
+
+
+def test_make_logger_namespaces_and_fans_out(tmp_path):
+  printed = []
+  logger = loggers.make_logger('actor', logdir=str(tmp_path), time_delta=0.0,
+                               steps_key='actor_steps',
+                               print_fn=printed.append)
+  logger.write({'episode_return': np.float32(1.5), 'actor_steps': 10})
+  logger.write({'episode_return': 2.5, 'actor_steps': 20, 'extra': 3})
+  logger.close()
+  assert 'actor/episode_return = 1.5' in printed[0]
+  with open(tmp_path / 'csv' / 'actor.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [r['actor/episode_return'] for r in rows] == ['1.5', '2.5']
+  assert rows[1]['actor/extra'] == '3' and rows[0]['actor/extra'] == ''
+  events = glob.glob(os.path.join(tmp_path, 'tensorboard', 'actor', '*'))
+  assert events, 'no TensorBoard event file written'
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tags = {(v.tag, e.step) for path in events
+          for e in tf.compat.v1.train.summary_iterator(path)
+          for v in e.summary.value}
+  assert ('actor/episode_return', 20) in tags
+
+
+def test_terminal_time_filter():
+  printed = []
+  logger = loggers.make_logger('learner', time_delta=3600.0,
+                               print_fn=printed.append)
+  for i in range(5):
+    logger.write({'loss': i})
+  assert len(printed) == 1
+
+
+def test_bad_label():
+  with pytest.raises(ValueError, match='label'):
+    loggers.make_logger('a/b')
