@@ -8,8 +8,8 @@ reports:
 - missing edges: a source imports a first-party module (`repertory...`,
   `tests...`) whose file belongs to a target that is not in `deps`;
 - unused edges: a dependency none of the target's sources imports;
-- layering: a component (`//repertory/components/...`) that depends on an
-  agent (`//repertory/agents/...`);
+- layering: a component (`//repertory/components/...`) that depends on or
+  imports an agent, an agent that imports a launch backend;
 - orphans: a package module in no `py_library`, a `*_test.py` file in no
   `repertory_py_test`, a `conftest.py` a test needs but does not depend on;
 - slow tests: a test file with `@pytest.mark.slow` tests and no `slow = True`
@@ -29,8 +29,9 @@ Usage:
 Exits 1 when it reports a problem. `--suggest` also prints, for each target
 with a missing or unused edge, the `deps` it should have; `--write_missing`
 first writes a BUILD file (one py_library per package folder, one
-repertory_py_test per test file) into each folder that has none, to review:
-test sizes and tags are left at their defaults. Only the standard library is
+repertory_py_test per test file) into each folder that has none, and adds
+rules for new test files to existing tests/ BUILD files, to review: test sizes
+and tags are left at their defaults. `--fix` rewrites wrong `deps` lists. Only the standard library is
 used, so it runs with any Python 3.8+.
 """
 
@@ -41,6 +42,7 @@ import glob as globlib
 import os
 import re
 import sys
+import textwrap
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 # Top-level folders whose modules are first-party Bazel targets.
@@ -48,6 +50,13 @@ FIRST_PARTY = ('repertory', 'tests', 'benchmarks', 'third_party')
 PY_RULES = ('py_library', 'py_binary', 'py_test', 'repertory_py_test')
 COMPONENTS = '//repertory/components/'
 AGENTS = '//repertory/agents/'
+# (targets under, modules they must not import, why): see DESIGN.md.
+LAYERING = (
+    (COMPONENTS, re.compile(r'repertory\.agents(\..*)?'),
+     'a component never imports an agent'),
+    (AGENTS, re.compile(r'repertory\.launch\.\w*backend\w*(\..*)?'),
+     "an agent uses only repertory.launch's public API, never a backend"),
+)
 ROOT = ['.']  # the workspace root main() was given
 KEEP = re.compile(r'"([^"]+)",?\s*#\s*keep\b')
 MODULE_NAME = re.compile(r'(%s)(\.[A-Za-z_][A-Za-z0-9_]*)+' % '|'.join(FIRST_PARTY))
@@ -159,9 +168,6 @@ def read_package(root: str, package: str) -> List[Target]:
       if kind == 'repertory_py_test' and not srcs:
         srcs = [name + '.py']
       files = files_of(srcs)
-      if kind in ('py_test', 'repertory_py_test', 'py_binary'):
-        files = [f for f in files if not f.startswith('third_party/bazel/')
-                 or package == 'third_party/bazel']
       targets.append(Target(package, kind, name, files,
                             [normalize_label(d, package) for d in deps],
                             attrs))
@@ -323,14 +329,15 @@ def check(root: str, targets: List[Target], suggest: bool = False
   tested: Set[str] = set()
   all_needed: Dict[str, Set[str]] = {}
   for t in targets:
-    if t.package == 'third_party/bazel' and t.kind != 'py_library':
-      continue
     needed: Set[str] = set()
     for src in t.srcs:
       if not os.path.exists(os.path.join(root, src)):
         problems.append(f'{t.label}: source {src} does not exist')
         continue
       for module in sorted(imported_modules(root, src)):
+        for prefix, banned, why in LAYERING:
+          if t.label.startswith(prefix) and banned.fullmatch(module):
+            problems.append(f'{t.label}: {src} imports {module}: {why}')
         providers, error = needed_for(module)
         if error:
           problems.append(f'{t.label}: {src} {error}')
@@ -394,18 +401,23 @@ def plan_missing(root: str, targets: List[Target]) -> List[Target]:
   """Targets for folders under repertory/ and tests/ that have no BUILD file.
 
   One py_library per package folder (all its modules); under tests/, one
-  repertory_py_test per `*_test.py` file and one py_library per other module.
+  repertory_py_test per `*_test.py` file and one py_library per other module
+  (for a tests/ folder with a BUILD file, those of its files no rule names).
   """
   packages = {t.package for t in targets} | set(find_build_files(root))
+  covered = {src for t in targets for src in t.srcs}
   planned = []
   for top in ('repertory', 'tests'):
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
       dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
       package = os.path.relpath(dirpath, root)
-      if package in packages:
+      if package in packages and top == 'repertory':
         continue
       py = sorted(f for f in filenames if f.endswith('.py'))
       paths = [os.path.join(package, f) for f in py]
+      if package in packages:  # add what is new in a tests/ package
+        py = [f for f, p in zip(py, paths) if p not in covered]
+        paths = [os.path.join(package, f) for f in py]
       if not [p for p in paths if not (p.endswith('/__init__.py') and
                                        is_trivial_init(root, p))]:
         continue
@@ -427,36 +439,78 @@ def plan_missing(root: str, targets: List[Target]) -> List[Target]:
   return planned
 
 
+def short_label(label: str, package: str) -> str:
+  """`//a/b:b` -> `//a/b`; `//pkg:x` -> `:x` inside `pkg`."""
+  pkg, name = label[2:].split(':')
+  if pkg == package:
+    return f':{name}'
+  return f'//{pkg}' if pkg.rsplit('/', 1)[-1] == name else label
+
+
+def deps_lines(package: str, deps: Iterable[str],
+               keep: Iterable[str] = ()) -> List[str]:
+  """The `deps = [...]` lines of a rule, local targets first."""
+  keep = {short_label(d, package) for d in keep}
+  deps = sorted({short_label(d, package) for d in deps} | keep,
+                key=lambda d: (not d.startswith(':'), d.split(':')))
+  if not deps:
+    return []
+  if len(deps) == 1 and not keep:
+    return [f'    deps = ["{deps[0]}"],']
+  return (['    deps = ['] +
+          [f'        "{d}",{"  # keep" if d in keep else ""}' for d in deps] +
+          ['    ],'])
+
+
+def fix_deps(root: str, target: Target, needed: Set[str]) -> bool:
+  """Rewrites one rule's `deps` in its BUILD file to `needed` (+ `# keep`).
+
+  Handles rules formatted as buildifier writes them (one attribute a line,
+  the closing parenthesis alone on a line); returns False for others.
+  """
+  path = os.path.join(root, target.package, 'BUILD')
+  with open(path) as f:
+    lines = f.read().split('\n')
+  name_line = next((i for i, line in enumerate(lines)
+                    if re.fullmatch(rf'\s*name = "{target.name}",', line)),
+                   None)
+  if name_line is None:
+    return False
+  start = max(i for i in range(name_line + 1) if re.match(r'\w+\(', lines[i]))
+  end = next(i for i in range(name_line, len(lines)) if lines[i] == ')')
+  body = lines[start + 1:end]
+  new = deps_lines(target.package, needed, target.keep)
+  for i, line in enumerate(body):
+    if line.startswith('    deps = ['):
+      j = i if line.rstrip().endswith('],') else next(
+          k for k in range(i, len(body)) if body[k] == '    ],')
+      body[i:j + 1] = new
+      break
+  else:
+    body += new
+  lines[start + 1:end] = body
+  with open(path, 'w') as f:
+    f.write('\n'.join(lines))
+  return True
+
+
 def render_build(package: str, targets: List[Target],
-                 needed: Dict[str, Set[str]]) -> str:
-  """A BUILD file for planned targets (sizes and tags are left to review)."""
-
-  def short(label: str) -> str:
-    pkg, name = label[2:].split(':')
-    if label.startswith(f'//{package}:'):
-      return f':{name}'
-    return f'//{pkg}' if pkg.rsplit('/', 1)[-1] == name else label
-
-  def deps_lines(t: Target) -> List[str]:
-    deps = sorted((short(d) for d in needed.get(t.label, ())),
-                  key=lambda d: (not d.startswith(':'), d))
-    if not deps:
-      return []
-    if len(deps) == 1:
-      return [f'    deps = ["{deps[0]}"],']
-    return ['    deps = ['] + [f'        "{d}",' for d in deps] + ['    ],']
-
+                 needed: Dict[str, Set[str]], header: bool = True) -> str:
+  """BUILD rules for planned targets (sizes and tags are left to review)."""
   lines = []
   init = os.path.join(package, '__init__.py')
-  if os.path.exists(os.path.join(ROOT[0], init)):
+  if not header:
+    pass
+  elif os.path.exists(os.path.join(ROOT[0], init)):
     with open(os.path.join(ROOT[0], init)) as f:
       doc = ast.get_docstring(ast.parse(f.read()))
-    if doc:
-      lines += [f'# {doc.splitlines()[0]}', '']
-  if any(t.kind == 'repertory_py_test' for t in targets):
+    if doc:  # the package docstring's first paragraph
+      summary = ' '.join(doc.split('\n\n')[0].split())
+      lines += ['# ' + l for l in textwrap.wrap(summary, 77)] + ['']
+  if header and any(t.kind == 'repertory_py_test' for t in targets):
     lines += ['load("//third_party/bazel:defs.bzl", "repertory_py_test")', '']
-  if any(t.kind == 'py_library' and not t.attrs.get('testonly')
-         for t in targets):
+  if header and any(t.kind == 'py_library' and not t.attrs.get('testonly')
+                    for t in targets):
     lines += ['package(default_visibility = ["//visibility:public"])', '']
   for t in targets:
     if t.kind == 'py_library' and package.startswith('repertory'):
@@ -471,7 +525,7 @@ def render_build(package: str, targets: List[Target],
       for key in ('fast', 'slow'):
         if key in t.attrs:
           lines.append(f'    {key} = {t.attrs[key]},')
-    lines += deps_lines(t) + [')', '']
+    lines += deps_lines(package, needed.get(t.label, ())) + [')', '']
   return '\n'.join(lines)
 
 
@@ -501,6 +555,9 @@ def main(argv: Optional[List[str]] = None) -> int:
       help='the workspace root (default: this repository)')
   parser.add_argument('--suggest', action='store_true',
                       help='print the deps each wrong target should have')
+  parser.add_argument('--fix', action='store_true',
+                      help='rewrite the deps of each target with a missing '
+                      'or unused edge to match its imports')
   parser.add_argument('--write_missing', action='store_true',
                       help='write a BUILD file, for review, into each folder '
                       'of repertory/ and tests/ with Python files and none')
@@ -510,12 +567,31 @@ def main(argv: Optional[List[str]] = None) -> int:
   if args.write_missing:
     planned = plan_missing(args.root, targets)
     _, needed = check(args.root, targets + planned)
+    existing = set(find_build_files(args.root))
     for package in sorted({t.package for t in planned}):
       path = os.path.join(args.root, package, 'BUILD')
-      with open(path, 'w') as f:
-        f.write(render_build(
-            package, [t for t in planned if t.package == package], needed))
-      print(f'wrote {path}')
+      new = [t for t in planned if t.package == package]
+      if package in existing:
+        with open(path) as f:
+          text = f.read().rstrip('\n') + '\n\n'
+        with open(path, 'w') as f:
+          f.write(text + render_build(package, new, needed, header=False))
+        print(f'added {", ".join(t.name for t in new)} to {path}')
+      else:
+        with open(path, 'w') as f:
+          f.write(render_build(package, new, needed))
+        print(f'wrote {path}')
+    targets = load_targets(args.root)
+  if args.fix:
+    _, needed = check(args.root, targets)
+    for t in targets:
+      declared = {d for d in t.deps if not d.startswith('@')}
+      if t.label in needed and declared != needed[t.label] | t.keep:
+        if fix_deps(args.root, t, needed[t.label]):
+          print(f'fixed deps of {t.label}')
+        else:
+          print(f'could not fix {t.label}: format its BUILD file one '
+                'attribute a line')
     targets = load_targets(args.root)
   problems, _ = check(args.root, targets, suggest=args.suggest)
   for line in problems:
