@@ -15,7 +15,7 @@ from repertory.agents.ppo import networks as networks_lib
 from repertory.agents.ppo import program as program_lib
 
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
-            hidden_sizes=(16,), round_timeout_s=30.0)
+            hidden_sizes=(16,), round_timeout_s=300.0)
 
 
 @pytest.mark.parametrize('field, value', [
