@@ -13,6 +13,7 @@ actors and, for local_mp, shuts the Ray instance it started down.
 """
 
 import collections
+import contextlib
 import logging as std_logging
 import os
 import sys
@@ -176,6 +177,27 @@ class RayNodeRuntime(context.Runtime):
       return hosting.LocalCourierClient(self.host, handle, self._executor,
                                         self._connect_timeout)
     return _remote_client(handle, self._namespace, self._connect_timeout)
+
+
+@contextlib.contextmanager
+def _loopback_bootstrap():
+  """Lets ray.init reach a cluster bound to 127.0.0.1.
+
+  Ray 2.x rewrites a loopback bootstrap address to the machine's outward IP
+  before connecting (`services.resolve_ip_for_localhost`), which fails when
+  the cluster listens on loopback only; with ENABLE_RAY_CLUSTER off it keeps
+  127.0.0.1. Only that flag is touched, only during ray.init.
+  """
+  from ray._private import ray_constants  # pylint: disable=g-import-not-at-top
+  if not hasattr(ray_constants, 'ENABLE_RAY_CLUSTER'):
+    yield
+    return
+  previous = ray_constants.ENABLE_RAY_CLUSTER
+  ray_constants.ENABLE_RAY_CLUSTER = False
+  try:
+    yield
+  finally:
+    ray_constants.ENABLE_RAY_CLUSTER = previous
 
 
 def _redirect_output(path: str) -> None:
@@ -399,8 +421,14 @@ class RayLauncher:
                log_to_driver=True, configure_logging=True)
       self._owns_ray = True
     elif not ray.is_initialized():
-      ray.init(address=self._ray_address or 'auto',
-               logging_level=std_logging.WARNING, log_to_driver=True)
+      host = (self._ray_address or '').split('://')[-1].rsplit(':', 1)[0]
+      if host in ('127.0.0.1', 'localhost'):
+        with _loopback_bootstrap():
+          ray.init(address=self._ray_address, _node_ip_address='127.0.0.1',
+                   logging_level=std_logging.WARNING, log_to_driver=True)
+      else:
+        ray.init(address=self._ray_address or 'auto',
+                 logging_level=std_logging.WARNING, log_to_driver=True)
       self._owns_ray = True  # a connection to disconnect, not the cluster.
 
   def _actor_options(self, unit: program_lib.Unit) -> Dict[str, Any]:
@@ -420,6 +448,9 @@ class RayLauncher:
               info['ray_node_id'], soft=False))
       return options
     resources = self._resources.get(unit.label, {})
+    # Without an explicit num_cpus, Ray makes an actor that asks for other
+    # resources hold one CPU for its lifetime; nodes ask for none by default.
+    options['num_cpus'] = 0
     for key in ('num_cpus', 'num_gpus', 'memory', 'resources'):
       if key in resources:
         options[key] = resources[key]
