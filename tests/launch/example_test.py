@@ -1,0 +1,27 @@
+"""examples/program_graph.py runs, choosing its launch type by flag."""
+
+import os
+import subprocess
+import sys
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
+                       'program_graph.py')
+
+
+def test_example_runs_with_the_launch_type_flag():
+  result = subprocess.run(
+      [sys.executable, EXAMPLE, '--lp_launch_type=local_mt'],
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stdout + result.stderr
+  lines = sorted(l for l in result.stdout.splitlines() if 'consumer got' in l)
+  assert lines == ['consumer got 0 from producer 0',
+                   'consumer got 1 from producer 1',
+                   'consumer got 4 from producer 2']
+
+
+def test_a_bad_launch_type_flag_names_the_choices():
+  result = subprocess.run(
+      [sys.executable, EXAMPLE, '--lp_launch_type=threads'],
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode != 0
+  assert 'test_mt' in result.stderr and 'local_mp' in result.stderr

@@ -1,0 +1,88 @@
+"""Ctrl-C to a local_mp launcher ends every process it started."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+
+PROGRAM = textwrap.dedent('''
+    import os
+    import sys
+    import time
+
+    from repertory import launch
+
+    def worker(index, outdir):
+      open(os.path.join(outdir, f'started_{index}'), 'w').close()
+      while not launch.stop_event().wait(0.05):
+        pass
+      with open(os.path.join(outdir, f'final_{index}'), 'w') as f:
+        f.write('final checkpoint')
+
+    class Server:
+      def ping(self):
+        return 'pong'
+
+    def main(outdir):
+      program = launch.Program('interrupted')
+      program.add_node(launch.CourierNode(Server), label='server')
+      for i in range(2):
+        program.add_node(launch.PyNode(worker, i, outdir), label='worker')
+      try:
+        launch.launch(program, launch_type='local_mp',
+                      logdir=os.path.join(outdir, 'logs'),
+                      termination_notice_secs=10)
+      except KeyboardInterrupt:
+        print('launcher: interrupted, every node stopped', flush=True)
+        sys.exit(3)
+
+    if __name__ == '__main__':
+      main(sys.argv[1])
+''')
+
+
+def _alive(proc: psutil.Process) -> bool:
+  try:
+    return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+  except psutil.NoSuchProcess:
+    return False
+
+
+def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
+  script = tmp_path / 'program.py'
+  script.write_text(PROGRAM)
+  me = psutil.Process()
+  before = {p.pid for p in me.children(recursive=True) if _alive(p)}
+  launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+  try:
+    deadline = time.monotonic() + 180
+    while not all((tmp_path / f'started_{i}').exists() for i in range(2)):
+      assert launcher.poll() is None, launcher.stdout.read()
+      assert time.monotonic() < deadline, 'the program did not start'
+      time.sleep(0.2)
+    started = [p for p in psutil.Process(launcher.pid).children(recursive=True)
+               if _alive(p)]
+    # Ray's own processes plus one actor process per node.
+    assert len(started) >= 4, [p.cmdline() for p in started]
+    launcher.send_signal(signal.SIGINT)
+    output, _ = launcher.communicate(timeout=120)
+  finally:
+    if launcher.poll() is None:
+      launcher.kill()
+  assert launcher.returncode == 3, output
+  assert 'every node stopped' in output
+  # The nodes got their notice before being killed.
+  for i in range(2):
+    assert (tmp_path / f'final_{i}').read_text() == 'final checkpoint'
+  deadline = time.monotonic() + 30
+  while any(_alive(p) for p in started) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  left = [(p.pid, ' '.join(p.cmdline())[:100]) for p in started if _alive(p)]
+  assert not left, f'processes left behind: {left}'
+  after = {p.pid for p in me.children(recursive=True) if _alive(p)}
+  assert after == before
