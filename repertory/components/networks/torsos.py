@@ -21,6 +21,14 @@ def _to_float(observation: tf.Tensor) -> tf.Tensor:
   return tf.cast(observation, tf.float32)
 
 
+def _flatten(x: tf.Tensor) -> tf.Tensor:
+  """[N, *dims] -> [N, prod(dims)], keeping the static size for snt.Linear."""
+  size = x.shape[1:].num_elements()
+  if size is None:
+    raise ValueError(f'Observation shape must be static, got {x.shape}.')
+  return tf.reshape(x, [-1, size])
+
+
 class MLPTorso(snt.Module):
   """A multi-layer perceptron over flattened observations.
 
@@ -59,9 +67,10 @@ class MLPTorso(snt.Module):
     self.output_size = int(hidden_sizes[-1])
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    """`[..., *obs]` -> `[..., hidden_sizes[-1]]`."""
     x = _to_float(observation)
     return batching.apply_over_leading_dims(
-        lambda flat: self._mlp(snt.Flatten()(flat)), x, self._obs_rank)
+        lambda flat: self._mlp(_flatten(flat)), x, self._obs_rank)
 
 
 class AtariTorso(snt.Module):
@@ -87,9 +96,10 @@ class AtariTorso(snt.Module):
     x = images
     for conv in self._convs:
       x = tf.nn.relu(conv(x))
-    return tf.nn.relu(self._linear(snt.Flatten()(x)))
+    return tf.nn.relu(self._linear(_flatten(x)))
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    """`[..., H, W, C]` -> `[..., output_size]`."""
     return batching.apply_over_leading_dims(
         self._forward, _to_float(observation), event_rank=3)
 
@@ -144,9 +154,10 @@ class ResNetTorso(snt.Module):
                      padding='SAME', strides=[2, 2])
       for block in blocks:
         x = block(x)
-    x = snt.Flatten()(tf.nn.relu(x))
+    x = _flatten(tf.nn.relu(x))
     return tf.nn.relu(self._linear(x))
 
   def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    """`[..., H, W, C]` -> `[..., output_size]`."""
     return batching.apply_over_leading_dims(
         self._forward, _to_float(observation), event_rank=3)
