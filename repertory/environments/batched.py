@@ -56,11 +56,14 @@ class BatchedTimeStep(NamedTuple):
     return self.step_type == LAST
 
   def unbatch(self, index: int) -> dm_env.TimeStep:
-    """Returns environment `index`'s timestep as a plain `dm_env.TimeStep`."""
+    """Returns environment `index`'s timestep as a plain `dm_env.TimeStep`
+    (a FIRST step gets reward and discount None, as `dm_env.restart`)."""
+    step_type = dm_env.StepType(int(self.step_type[index]))
+    first = step_type == dm_env.StepType.FIRST
     return dm_env.TimeStep(
-        step_type=dm_env.StepType(int(self.step_type[index])),
-        reward=self.reward[index],
-        discount=self.discount[index],
+        step_type=step_type,
+        reward=None if first else self.reward[index],
+        discount=None if first else self.discount[index],
         observation=tree.map_structure(lambda x: x[index], self.observation))
 
 

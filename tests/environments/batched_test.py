@@ -75,7 +75,9 @@ def test_batched_catch_matches_single_environments():
       got = timesteps[t + 1].unbatch(i)
       assert got.step_type == expected.step_type
       np.testing.assert_array_equal(got.observation, expected.observation)
-      if not expected.first():
+      if expected.first():
+        assert got.reward is None and got.discount is None
+      else:
         assert got.reward == expected.reward
         assert got.discount == expected.discount
 
