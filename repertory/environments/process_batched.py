@@ -219,6 +219,15 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
     self._finalizer = weakref.finalize(self, self._resources.release)
     self._closed = False
     self._broken: Optional[str] = None
+    payloads = []
+    for env_ids in self._blocks_of:
+      try:
+        payloads.append(cloudpickle.dumps([env_factories[i] for i in env_ids]))
+      except Exception as e:  # pylint: disable=broad-except
+        raise TypeError(
+            f'Cannot send the factories of environments {env_ids[0]}-'
+            f'{env_ids[-1]} of {name!r} to a worker process; they must be '
+            f'picklable with cloudpickle: {type(e).__name__}: {e}') from e
     ctx = multiprocessing.get_context(context)
     if context == 'forkserver':
       _preload_in_fork_server()
@@ -227,9 +236,7 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
         parent_conn, child_conn = ctx.Pipe()
         process = ctx.Process(
             target=_worker_main, name=f'{name} worker {w}', daemon=True,
-            args=(w, env_ids,
-                  cloudpickle.dumps([env_factories[i] for i in env_ids]),
-                  child_conn))
+            args=(w, env_ids, payloads[w], child_conn))
         process.start()
         child_conn.close()
         self._resources.processes.append(process)

@@ -278,3 +278,15 @@ def test_batched_episode_statistics():
     batch.step(np.ones(2, np.int32))  # FIRST steps.
     batch.step(np.ones(2, np.int32))
     assert batch.pop_finished() == []
+
+
+def test_unpicklable_factory_is_reported_before_starting_workers():
+  import threading  # pylint: disable=g-import-not-at-top
+  lock = threading.Lock()
+
+  def factory(seed):
+    del seed
+    assert lock  # Captures a lock: cannot be pickled.
+    return environments.Catch()
+  with pytest.raises(TypeError, match='picklable'):
+    environments.make_batched(factory, 2, seed=0, kind='process')
