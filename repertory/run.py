@@ -91,11 +91,22 @@ def _tail(path: str, stop: threading.Event) -> None:
 
 
 def build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
-  """Validates the flags and builds (config, experiment, program)."""
+  """Validates the flags and builds (config, experiment, program).
+
+  An unknown agent, environment or config field, or a bad value, ends the
+  process with one line naming it and the choices, before anything starts.
+  """
+  try:
+    return _build(config_overrides)
+  except (ValueError, ImportError) as e:
+    sys.exit(f'repertory.run: error: {e}')
+
+
+def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   agent = agents.get(_AGENT.value)
   from repertory import environments  # pylint: disable=g-import-not-at-top
   environments.make(_ENV.value).close()  # An unknown spec fails here, early.
-  launch_type = launch.resolve_launch_type(None)
+  launch_type = flags.FLAGS.lp_launch_type
   logdir = _LOGDIR.value or os.path.join(
       'runs', f'{_AGENT.value}-{_ENV.value.replace(":", "_").replace("/", "_")}'
       f'-{time.strftime("%Y%m%d-%H%M%S")}')

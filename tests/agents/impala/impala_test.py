@@ -123,6 +123,7 @@ def step_program_by_hand(program, learner_node, counter_label='counter',
       learner.step()
       versions.append(learner.get_variables([networks.POLICY]).version)
       assert time.monotonic() < deadline
+    learner.flush_counts()
     counts = {}
     while time.monotonic() < deadline:
       counts = counter.get_counts()

@@ -1,0 +1,156 @@
+"""SEED: config, TensorFlow-free actors, the program in test_mt (learner
+stepped by hand, STYLE.md point 9), placement, and a slow learning test."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents import seed
+from repertory.agents.impala import networks
+
+TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
+            hidden_sizes=(16,), lstm_size=8, learner_log_every=1)
+
+
+@pytest.mark.parametrize('field, value, message', [
+    ('inference_placement', 'gpu', "choose one of"),
+    ('num_inference_servers', 0, 'num_inference_servers must be >= 1'),
+    ('max_batch_size', -1, 'max_batch_size must be >= 0'),
+    ('unroll_length', 0, 'unroll_length must be a positive int'),
+])
+def test_config_rejects_bad_values(field, value, message):
+  with pytest.raises(ValueError, match=message):
+    seed.Config(**{field: value})
+
+
+def test_batch_size_defaults_to_the_actors_of_a_server():
+  assert seed.Config().batch_size_for(5) == 5
+  assert seed.Config(num_inference_servers=2).batch_size_for(5) == 3
+  assert seed.Config(max_batch_size=4).batch_size_for(5) == 4
+
+
+def test_seed_actor_process_does_not_import_tensorflow():
+  """A process that builds a SEED actor and acts against an inference server
+  (with a numpy policy, so that only the actor's imports count) holds no
+  TensorFlow."""
+  code = textwrap.dedent('''
+      import sys
+      import numpy as np
+      from repertory.agents import seed
+      from repertory.agents.seed import acting
+      from repertory.components import inference, variables
+
+      class ZeroPolicy:
+        def initial_state(self, n):
+          return ()
+        def step(self, observation, state, first):
+          return np.zeros(len(first), np.int32), {}, ()
+        def set_weights(self, weights):
+          pass
+
+      store = variables.VariableStore({'policy': {}})
+      server = inference.InferenceServer(ZeroPolicy, store, None, 'queue',
+                                         unroll_length=5, envs_per_actor=3)
+      config = seed.Config()
+      actor = acting.SeedActor(0, 'catch', 3, 0, server,
+                               batched_env_kind=config.batched_env_kind)
+      actor.run(num_steps=30)
+      assert actor.steps == 30
+      loaded = sorted(m for m in sys.modules
+                      if m.split('.')[0] in ('tensorflow', 'sonnet', 'reverb'))
+      print('LOADED', loaded)
+      assert not loaded, loaded
+  ''')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=120)
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert 'LOADED []' in result.stdout
+
+
+def _experiment(tmp_path, **kwargs):
+  values = dict(agent='seed', env='catch', num_actors=2, envs_per_actor=2,
+                max_actor_steps=10_000_000, eval_episodes=2,
+                logdir=str(tmp_path), launch_type='test_mt',
+                progress_every_seconds=0.5)
+  values.update(kwargs)
+  return experiment_lib.ExperimentConfig(**values)
+
+
+def test_program_shape_by_placement(tmp_path):
+  colocated = seed.make_program(seed.Config(**TINY), _experiment(tmp_path))
+  assert set(colocated.groups) == {'replay', 'counter', 'learner', 'monitor',
+                                   'actor'}
+  (learner_unit,) = colocated.groups['learner']
+  assert isinstance(learner_unit, launch.MultiThreadingColocation)
+  assert len(learner_unit.nodes) == 2  # The learner and one server.
+  separate = seed.make_program(
+      seed.Config(inference_placement='separate', num_inference_servers=2,
+                  **TINY), _experiment(tmp_path, num_actors=3))
+  assert len(separate.groups['inference']) == 2
+  assert len(separate.groups['learner']) == 1
+
+
+@pytest.mark.parametrize('use_lstm', [False, True])
+def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm):
+  config = seed.Config(use_lstm=use_lstm, **TINY)
+  program = seed.make_program(config, _experiment(tmp_path))
+  learner_node = program.groups['learner'][0].nodes[0]
+  learner_node.disable_run()
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  try:
+    learner = learner_node.create_handle().dereference()
+    counter = program.groups['counter'][0].create_handle().dereference()
+    versions, metrics = [], []
+    for _ in range(4):
+      metrics.append(learner.step())
+      versions.append(learner.get_variables([networks.POLICY]).version)
+    assert versions == [1, 2, 3, 4]
+    # The first batch was acted by the server with version 0 weights.
+    assert metrics[0]['charts/mean_rho'] == pytest.approx(1.0, abs=1e-5)
+    learner.flush_counts()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+      counts = counter.get_counts()
+      if counts.get('learner_steps', 0) >= 4 and counts.get('actor_steps'):
+        break
+      time.sleep(0.2)
+    assert counts['learner_steps'] >= 4
+    assert counts['policy_lag_items'] >= 4 * config.batch_size
+    assert counts['actor_steps'] > 0
+  finally:
+    launched.stop(timeout=60)
+
+
+def test_program_runs_to_its_budget_and_writes_results(tmp_path):
+  program = seed.make_program(seed.Config(**TINY),
+                              _experiment(tmp_path, max_actor_steps=400))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=240)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['agent'] == 'seed'
+  assert results['actor_steps'] >= 400
+  assert results['learner_steps'] >= 1
+  assert results['policy_lag_mean'] is not None
+
+
+@pytest.mark.slow
+def test_seed_solves_catch_in_local_mt(tmp_path):
+  experiment = _experiment(tmp_path, envs_per_actor=8,
+                           max_actor_steps=300_000, stop_at_return=0.95,
+                           eval_episodes=20, launch_type='local_mt',
+                           progress_every_seconds=5.0)
+  program = seed.make_program(seed.Config(), experiment)
+  launch.launch(program, launch_type='local_mt', termination_notice_secs=5)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['eval_return_mean'] >= 0.9, results

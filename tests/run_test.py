@@ -1,0 +1,71 @@
+"""`python -m repertory.run`: flag errors before anything starts, and a short
+real run that writes results.json."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from repertory import run
+
+REQUIRED_RESULTS = ('agent', 'env', 'launch_type', 'num_actors', 'actor_steps',
+                    'learner_steps', 'wall_seconds', 'actor_steps_per_second',
+                    'episode_return_mean', 'eval_return_mean',
+                    'policy_lag_mean')
+
+
+def _run(*args, timeout=300):
+  return subprocess.run([sys.executable, '-m', 'repertory.run', *args],
+                        capture_output=True, text=True, timeout=timeout)
+
+
+def test_split_config_overrides():
+  rest, overrides = run.split_config_overrides(
+      ['prog', '--env=catch', '--config.unroll_length=5',
+       '--config.hidden_sizes=32,32'])
+  assert rest == ['prog', '--env=catch']
+  assert overrides == {'unroll_length': '5', 'hidden_sizes': '32,32'}
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--agent=nope'], "Unknown agent 'nope'; known agents: "),
+    (['--env=nope'], "Unknown environment spec 'nope'"),
+    (['--config.nope=1'], "Unknown config field 'nope' for agent 'impala'"),
+    (['--config.unroll_length=x'], "--config.unroll_length='x': expected int"),
+    (['--agent=seed', '--config.inference_placement=gpu'],
+     "inference_placement='gpu'"),
+])
+def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
+                                                             message):
+  logdir = os.path.join(tmp_path, 'run')
+  result = _run(*args, f'--logdir={logdir}', timeout=120)
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith('repertory.run: error: ')
+  assert message in last_line
+  assert not os.path.exists(logdir)  # Nothing was started or written.
+
+
+@pytest.mark.parametrize('agent', ['impala', 'seed'])
+def test_short_run_writes_results(tmp_path, agent):
+  logdir = os.path.join(tmp_path, 'run')
+  result = _run(f'--agent={agent}', '--lp_launch_type=local_mt',
+                '--num_actors=2', '--envs_per_actor=2',
+                '--max_actor_steps=300', '--eval_episodes=2',
+                f'--logdir={logdir}', '--config.unroll_length=5',
+                '--config.batch_size=2', '--config.max_queue_size=8',
+                '--config.hidden_sizes=16')
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  with open(os.path.join(logdir, 'results.json')) as f:
+    results = json.load(f)
+  for key in REQUIRED_RESULTS:
+    assert key in results, key
+  assert results['agent'] == agent
+  assert results['launch_type'] == 'local_mt'
+  assert results['actor_steps'] >= 300
+  assert results['learner_steps'] >= 1
+  assert 'actor_steps=' in result.stdout  # Live progress was shown.
+  with open(os.path.join(logdir, 'config.json')) as f:
+    assert json.load(f)['agent']['unroll_length'] == 5
