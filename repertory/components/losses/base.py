@@ -1,6 +1,6 @@
 """Shared result type and input checks for the losses in this package.
 
-Every loss takes tensors laid out time-major, `[T, B, ...]` (T unroll steps,
+All inputs are cast to float32. Every loss takes tensors laid out time-major, `[T, B, ...]` (T unroll steps,
 B sequences), unless its docstring says otherwise, and checks the shapes of
 its inputs before computing anything.
 """
@@ -24,10 +24,10 @@ class LossOutput(NamedTuple):
 
 
 def to_float(x, name: str) -> tf.Tensor:
-  """Converts `x` to a float32 tensor (leaves other float tensors alone)."""
+  """Converts `x` (tensor, array, number) to a float32 tensor."""
   del name  # Kept for call-site readability.
   x = tf.convert_to_tensor(x)
-  if not x.dtype.is_floating:
+  if x.dtype != tf.float32:
     x = tf.cast(x, tf.float32)
   return x
 
