@@ -1,8 +1,8 @@
 """Shared result type and input checks for the losses in this package.
 
-All inputs are cast to float32. Every loss takes tensors laid out time-major, `[T, B, ...]` (T unroll steps,
-B sequences), unless its docstring says otherwise, and checks the shapes of
-its inputs before computing anything.
+Every loss takes tensors laid out time-major, `[T, B, ...]` (T unroll steps,
+B sequences), unless its docstring says otherwise, casts float inputs to
+float32, and checks the shapes of its inputs before computing anything.
 """
 
 from typing import Dict, NamedTuple, Optional, Sequence
