@@ -132,6 +132,17 @@ def step_signature(environment_spec,
   return sig
 
 
+_FLUSH_POLL_MS = 500
+
+
+def _program_stopping() -> bool:
+  """True inside a launched program that is stopping."""
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  if launch.get_launch_type() is None:
+    return False
+  return launch.stop_event().is_set()
+
+
 class ReverbAdder(abc.ABC):
   """Base of the adders: one TrajectoryWriter, versions, regular flushes.
 
@@ -235,17 +246,28 @@ class ReverbAdder(abc.ABC):
       self._flush(self._max_in_flight_items)
 
   def _flush(self, block_until_num_items: int) -> None:
-    """Flushes, logging what it waits for while the table is full."""
+    """Flushes, logging what it waits for while the table is full.
+
+    Inside a launched program that is stopping, gives up waiting (the items
+    still pending are dropped with the program) so the actor can exit.
+    """
+    waited_ms = 0
+    next_log_ms = self._flush_timeout_ms
     while True:
       try:
-        self._writer.flush(block_until_num_items,
-                           timeout_ms=self._flush_timeout_ms)
+        self._writer.flush(block_until_num_items, timeout_ms=_FLUSH_POLL_MS)
         return
       except reverb.errors.DeadlineExceededError:
+        waited_ms += _FLUSH_POLL_MS
+      if _program_stopping():
+        return
+      if waited_ms >= next_log_ms:
+        next_log_ms += self._flush_timeout_ms
         logging.warning(
-            '%s (actor %d) waiting for table %r to accept items (its rate '
-            'limiter blocks inserts until the learner samples more).',
-            type(self).__name__, self._actor_id, self._table)
+            '%s (actor %d) waited %.0fs for table %r to accept items (its '
+            'rate limiter blocks inserts until the learner samples more).',
+            type(self).__name__, self._actor_id, waited_ms / 1000,
+            self._table)
 
   def flush(self) -> None:
     """Blocks until every created item has reached the server."""

@@ -44,6 +44,7 @@ def test_unrolls_overlap_and_cross_episode_boundaries(make_client, read_all,
     adder.add(actions, timestep(k),
               extras={'logits': np.full((N, 2), k - 1, np.float32)},
               core_state=np.array([100 + k - 1, 200 + k - 1], np.float32))
+  adder.flush()
   items = read_all(client, 'queue')
   # Two unrolls (steps 0..3, 3..6) of two envs each, env 0 first.
   assert len(items) == 4
