@@ -21,6 +21,7 @@ import numpy as np
 
 from repertory import core
 from repertory import launch
+from repertory.components import loggers
 from repertory.components.evaluation import evaluator
 
 # How many recent training episodes `episode_return_mean` averages over.
@@ -79,6 +80,12 @@ class RunMonitor:
     self._start = time.time()
     self._results: Optional[dict] = None
     os.makedirs(logdir, exist_ok=True)
+    # progress.csv is what `python -m repertory.plot` draws.
+    self._progress_files = loggers.Dispatcher([
+        loggers.CSVLogger(logdir, 'progress'),
+        loggers.TensorBoardLogger(
+            os.path.join(logdir, 'tensorboard', 'monitor'), 'actor_steps'),
+    ])
 
   # Called by actors and learners (usually through `handle.futures`).
 
@@ -127,6 +134,7 @@ class RunMonitor:
       stop.wait(self._period)
       summary = self.summary()
       self._log_progress(summary)
+      self._progress_files.write(summary)
       counts = self._counter.get_counts()
       self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
                         int(counts.get('policy_lag_items', 0)))

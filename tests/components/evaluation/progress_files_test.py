@@ -1,0 +1,69 @@
+"""The run monitor in a program: it stops the run once the budget is spent
+and leaves results.json and progress.csv (what `repertory.plot` reads)."""
+
+import csv
+import json
+import os
+import sys
+
+import cloudpickle
+import numpy as np
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.components import counting
+from repertory.components.evaluation import monitor as monitor_lib
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class _FirstActionActor(core.Actor):
+  """Always action 0; counts its weight updates."""
+
+  def __init__(self, variable_source):
+    self.updates = 0
+
+  def select_action(self, observation):
+    return np.int32(0)
+
+  def observe_first(self, timestep):
+    pass
+
+  def observe(self, action, next_timestep):
+    pass
+
+  def update(self, wait=False):
+    self.updates += 1
+
+
+def _worker(counter, monitor):
+  for _ in range(3):
+    counter.increment(actor_steps=40)
+    monitor.record_episodes(returns=[1.0, -1.0])
+    launch.stop_event().wait(0.05)
+
+
+def test_monitor_stops_the_program_and_writes_its_files(tmp_path):
+  program = launch.Program('monitor_test')
+  counter = program.add_node(launch.CourierNode(counting.Counter))
+  monitor = program.add_node(launch.CourierNode(
+      monitor_lib.RunMonitor, counter=counter,
+      make_environment=lambda: environments.make('catch', seed=0),
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=100, eval_episodes=3,
+      metadata={'agent': 'none'}, progress_every_seconds=0.1))
+  program.add_node(launch.PyNode(_worker, counter, monitor))
+  launch.launch(program, launch_type='local_mt')
+
+  with open(tmp_path / 'results.json') as f:
+    results = json.load(f)
+  assert results['agent'] == 'none'
+  assert results['actor_steps'] >= 100
+  assert results['eval_episodes'] == 3
+  assert results['episode_return_mean'] == 0.0
+  with open(tmp_path / 'progress.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert rows and {'actor_steps', 'wall_seconds',
+                   'episode_return_mean'} <= set(rows[0])
+  assert os.listdir(tmp_path / 'tensorboard' / 'monitor')
