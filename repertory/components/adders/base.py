@@ -189,6 +189,15 @@ class ReverbAdder(abc.ABC):
     self._writer = client.trajectory_writer(num_keep_alive_refs)
     self._policy_version = VERSION_DTYPE(0)
     self._num_items = 0
+    self._history = None
+
+  def _cached_history(self):
+    """`writer.history`, cached: its columns are long-lived objects, and the
+    adders append every field in their first append (the structure never
+    grows afterwards), so the structure is built once."""
+    if self._history is None:
+      self._history = self._writer.history
+    return self._history
 
   @property
   def table(self) -> str:

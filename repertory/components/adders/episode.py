@@ -57,5 +57,4 @@ class EpisodeAdder(sequence.StepAdder):
 
   def _end_episode(self) -> None:
     self._create_item(self._item(self._episode_steps))
-    self._writer.end_episode(clear_buffers=True)
     self._stream_steps = 0

@@ -180,7 +180,7 @@ class StepAdder(base.ReverbAdder):
 
   def _item(self, length: int):
     """An item over the last `length` steps (state etc. from the first)."""
-    history = self._writer.history
+    history = self._cached_history()
     trajectory = {
         'observation': tree.map_structure(lambda c: c[-length:],
                                           history['observation']),
@@ -266,7 +266,6 @@ class SequenceAdder(StepAdder):
 
   def _end_episode(self) -> None:
     if self._behavior is EndBehavior.CONTINUE:
-      self._writer.end_episode(clear_buffers=False)
       return
     steps = self._episode_steps
     length, period = self._sequence_length, self._period
@@ -288,9 +287,10 @@ class SequenceAdder(StepAdder):
         finally:
           self._padding = False
         self._create_item(self._item(length))
-    self._writer.end_episode(clear_buffers=True)
+    # No writer.end_episode(): it blocks until the server confirms every item
+    # (~1 ms); items only reference this episode's steps anyway.
     self._stream_steps = 0
 
   def _zero_observation(self):
     return tree.map_structure(lambda c: np.zeros_like(c[-1].numpy()),
-                              self._writer.history['observation'])
+                              self._cached_history()['observation'])
