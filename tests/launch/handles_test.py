@@ -172,17 +172,21 @@ def test_colocations_return_one_handle_per_node(running):
   assert [h.dereference().value() for h in handles + more] == [1, 2, 3, 4]
 
 
+def report(*args):
+  del args
+
+
 def test_program_groups_labels_and_ids():
   program = launch.Program('p')
   with program.group('actor'):
-    handles = [program.add_node(launch.PyNode(print, i)) for i in range(3)]
+    handles = [program.add_node(launch.PyNode(report, i)) for i in range(3)]
   learner_node = launch.CourierNode(Counter)
   learner = program.add_node(learner_node, label='learner')
-  loose = program.add_node(launch.PyNode(print))
+  loose = program.add_node(launch.PyNode(report))
   assert [h.node_id for h in handles] == ['actor/0', 'actor/1', 'actor/2']
   assert learner.node_id == 'learner/0' and learner.label == 'learner'
-  assert loose.node_id == 'print/0'
-  assert list(program.groups) == ['actor', 'learner', 'print']
+  assert loose.node_id == 'report/0'
+  assert list(program.groups) == ['actor', 'learner', 'report']
   assert program.groups['learner'] == [learner_node]
   assert learner_node.create_handle() is learner
   with pytest.raises(ValueError, match='already added'):
@@ -192,7 +196,7 @@ def test_program_groups_labels_and_ids():
       with program.group('b'):
         pass
   with pytest.raises(ValueError, match='label'):
-    program.add_node(launch.PyNode(print), label='bad label')
+    program.add_node(launch.PyNode(report), label='bad label')
   with pytest.raises(TypeError, match='add_node takes a node'):
     program.add_node(Counter)
 

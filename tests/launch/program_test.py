@@ -103,16 +103,20 @@ def make_program(out_path) -> launch.Program:
   program = launch.Program('producers_consumer')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(make_tables))
-  with program.group('consumer'):
-    consumer = program.add_node(launch.CourierNode(Consumer))
   with program.group('inference'):
     server = program.add_node(launch.CourierNode(InferenceServer))
+  # Colocations keep the number of processes (each importing TensorFlow for
+  # its Reverb client) small: 4 processes in local_mp.
+  consumer_node = launch.CourierNode(Consumer)
+  consumer = consumer_node.create_handle()
+  with program.group('consumer'):
+    program.add_node(launch.MultiThreadingColocation([
+        consumer_node,
+        launch.PyNode(check, consumer, replay, server, str(out_path))]))
   with program.group('producer'):
-    for i in range(NUM_PRODUCERS):
-      program.add_node(launch.PyNode(produce, i, consumer, replay, server))
-  with program.group('checker'):
-    program.add_node(launch.PyNode(check, consumer, replay, server,
-                                   str(out_path)))
+    program.add_node(launch.MultiThreadingColocation([
+        launch.PyNode(produce, i, consumer, replay, server)
+        for i in range(NUM_PRODUCERS)]))
   return program
 
 
@@ -140,7 +144,7 @@ def test_program_runs_the_same_in_every_launch_type(launch_type, tmp_path):
   assert ':' in seen['reverb_address']
   if launch_type == 'local_mp':
     logs = sorted(p.name for p in (tmp_path / 'logs').iterdir())
-    assert logs == ['checker_0.log', 'consumer_0.log', 'inference_0.log',
-                    'producer_0.log', 'producer_1.log', 'replay_0.log']
+    assert logs == ['consumer_0.log', 'inference_0.log', 'producer_0.log',
+                    'replay_0.log']
     assert 'Reverb server of replay/0' in (
         tmp_path / 'logs' / 'replay_0.log').read_text()

@@ -1,8 +1,9 @@
-"""The Ray backend on one shared local Ray instance (launch_type='ray').
+"""The Ray backend (launch_type='ray') on a two-node Ray cluster.
 
-One Ray start (~5 s) serves every test of this file; local_mp (which starts
-and tears down its own instance) is covered by program_test.py and
-sigint_test.py.
+One cluster on this machine (head and worker node, both on 127.0.0.1, with
+different custom resources) serves every test of this file, so Ray starts
+once; local_mp (which starts and tears down its own instance) is covered by
+program_test.py and sigint_test.py.
 """
 
 import logging
@@ -14,19 +15,37 @@ import time
 import cloudpickle
 import pytest
 import ray
+from ray import cluster_utils
 
 from repertory import launch
+from repertory.launch import ray_backend
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-@pytest.fixture(scope='module', autouse=True)
-def ray_instance():
-  ray.init(address='local', _node_ip_address='127.0.0.1',
-           include_dashboard=False, num_cpus=2,
-           logging_level=logging.WARNING)
-  yield
-  ray.shutdown()
+@pytest.fixture(scope='module')
+def cluster():
+  cluster = cluster_utils.Cluster(
+      initialize_head=True,
+      head_node_args={'num_cpus': 1, 'resources': {'head_res': 1},
+                      'node_ip_address': '127.0.0.1',
+                      'include_dashboard': False})
+  cluster.add_node(num_cpus=1, resources={'worker_res': 1},
+                   node_ip_address='127.0.0.1')
+  yield cluster
+  if ray.is_initialized():
+    ray.shutdown()
+  cluster.shutdown()
+
+
+@pytest.fixture
+def connected(cluster):
+  """This process connected to the cluster (launch then reuses the link)."""
+  if not ray.is_initialized():
+    with ray_backend._loopback_bootstrap():  # pylint: disable=protected-access
+      ray.init(address=cluster.address, _node_ip_address='127.0.0.1',
+               logging_level=logging.WARNING)
+  yield cluster
 
 
 def boom():
@@ -79,7 +98,33 @@ class Unpicklable:
     self.lock = threading.Lock()
 
 
-def test_a_failing_node_stops_the_program_and_is_named(tmp_path):
+def test_groups_land_on_the_nodes_that_have_their_resources(cluster, tmp_path):
+  # Runs first: the launcher connects to the cluster by address itself.
+  assert not ray.is_initialized()
+  program = launch.Program('placed')
+  with program.group('on_head'):
+    on_head = [program.add_node(launch.CourierNode(Where)) for _ in range(2)]
+  with program.group('on_worker'):
+    on_worker = [program.add_node(launch.CourierNode(Where)) for _ in range(2)]
+  resources = launch.parse_resources(
+      'on_head=head_res:0.5 on_worker=worker_res:0.5')
+  launched = launch.launch(program, launch_type='ray',
+                           ray_address=cluster.address,
+                           local_resources=resources,
+                           logdir=str(tmp_path), block=False)
+  try:
+    nodes = {n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}
+    assert len(nodes) == 2
+    for handle in on_head:
+      assert 'head_res' in nodes[handle.dereference().info()['ray_node_id']]
+    for handle in on_worker:
+      assert 'worker_res' in nodes[handle.dereference().info()['ray_node_id']]
+  finally:
+    launched.stop(timeout=60)
+  assert not ray.is_initialized()  # the launcher closed its connection.
+
+
+def test_a_failing_node_stops_the_program_and_is_named(connected, tmp_path):
   program = launch.Program('failing')
   program.add_node(launch.PyNode(loop_until_stopped, str(tmp_path / 'final')),
                    label='worker')
@@ -95,7 +140,7 @@ def test_a_failing_node_stops_the_program_and_is_named(tmp_path):
   assert (tmp_path / 'final').read_text() == 'final checkpoint'
 
 
-def test_stop_from_a_node_ends_the_program(tmp_path):
+def test_stop_from_a_node_ends_the_program(connected, tmp_path):
   program = launch.Program('stopping')
   program.add_node(launch.PyNode(loop_until_stopped, str(tmp_path / 'final')))
   program.add_node(launch.PyClassNode(Learner, str(tmp_path / 'handler')))
@@ -109,7 +154,7 @@ def test_stop_from_a_node_ends_the_program(tmp_path):
               if a['namespace'].startswith('repertory-stopping')]
 
 
-def test_an_unpicklable_argument_is_named_before_anything_starts():
+def test_an_unpicklable_argument_is_named_before_anything_starts(connected):
   program = launch.Program('unpicklable')
   with program.group('actor'):
     program.add_node(launch.CourierNode(Where, env=Unpicklable()))
@@ -120,7 +165,7 @@ def test_an_unpicklable_argument_is_named_before_anything_starts():
   assert 'Deferred' in message
 
 
-def test_handles_colocations_resources_and_deferred(tmp_path):
+def test_handles_colocations_resources_and_deferred(connected, tmp_path):
   program = launch.Program('placement')
   with program.group('threads'):
     pair = program.add_node(launch.MultiThreadingColocation(
@@ -154,7 +199,7 @@ def test_handles_colocations_resources_and_deferred(tmp_path):
       'env_0.log', 'procs_0.0.log', 'procs_0.1.log', 'threads_0.log']
 
 
-def test_a_process_that_dies_is_reported_not_waited_for(tmp_path):
+def test_a_process_that_dies_is_reported_not_waited_for(connected, tmp_path):
   program = launch.Program('dying')
   program.add_node(launch.PyNode(loop_until_stopped, str(tmp_path / 'final')))
   program.add_node(launch.PyNode(os._exit, 3), label='crash')  # pylint: disable=protected-access
