@@ -416,9 +416,13 @@ class RayLauncher:
             "launch_type='local_mp' starts its own Ray instance, but this "
             "process is already connected to Ray; use launch_type='ray' to "
             'launch on that instance.')
-      ray.init(address='local', _node_ip_address='127.0.0.1',
-               include_dashboard=False, logging_level=std_logging.WARNING,
-               log_to_driver=True, configure_logging=True)
+      try:
+        ray.init(address='local', _node_ip_address='127.0.0.1',
+                 include_dashboard=False, logging_level=std_logging.WARNING,
+                 log_to_driver=True, configure_logging=True)
+      except Exception:
+        ray.shutdown()  # ends whatever a failed start left running
+        raise
       self._owns_ray = True
     elif not ray.is_initialized():
       host = (self._ray_address or '').split('://')[-1].rsplit(':', 1)[0]

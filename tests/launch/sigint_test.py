@@ -26,13 +26,13 @@ PROGRAM = textwrap.dedent('''
       def ping(self):
         return 'pong'
 
-    def main(outdir):
+    def main(outdir, launch_type):
       program = launch.Program('interrupted')
       program.add_node(launch.CourierNode(Server), label='server')
       for i in range(2):
         program.add_node(launch.PyNode(worker, i, outdir), label='worker')
       try:
-        launch.launch(program, launch_type='local_mp',
+        launch.launch(program, launch_type=launch_type,
                       logdir=os.path.join(outdir, 'logs'),
                       termination_notice_secs=10)
       except KeyboardInterrupt:
@@ -40,7 +40,7 @@ PROGRAM = textwrap.dedent('''
         sys.exit(3)
 
     if __name__ == '__main__':
-      main(sys.argv[1])
+      main(sys.argv[1], sys.argv[2])
 ''')
 
 
@@ -56,7 +56,8 @@ def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
   script.write_text(PROGRAM)
   me = psutil.Process()
   before = {p.pid for p in me.children(recursive=True) if _alive(p)}
-  launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+  launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path),
+                               'local_mp'],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
   try:
@@ -86,3 +87,26 @@ def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
   assert not left, f'processes left behind: {left}'
   after = {p.pid for p in me.children(recursive=True) if _alive(p)}
   assert after == before
+
+
+def test_sigterm_to_a_threads_launcher_gives_nodes_their_notice(tmp_path):
+  script = tmp_path / 'program.py'
+  script.write_text(PROGRAM)
+  launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path),
+                               'local_mt'],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+  try:
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f'started_{i}').exists() for i in range(2)):
+      assert launcher.poll() is None, launcher.stdout.read()
+      assert time.monotonic() < deadline, 'the program did not start'
+      time.sleep(0.05)
+    launcher.send_signal(signal.SIGTERM)
+    output, _ = launcher.communicate(timeout=60)
+  finally:
+    if launcher.poll() is None:
+      launcher.kill()
+  assert launcher.returncode == 3, output
+  for i in range(2):
+    assert (tmp_path / f'final_{i}').read_text() == 'final checkpoint'
