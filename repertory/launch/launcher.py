@@ -162,6 +162,13 @@ def _flag(holder, default):
   return default
 
 
+def _given(holder, any_parsed_value: bool) -> bool:
+  """Whether to take this flag's value: parsed and (given, or asked for)."""
+  if not flags.FLAGS.is_parsed():
+    return False
+  return any_parsed_value or bool(flags.FLAGS[holder.name].present)
+
+
 def launch(program: program_lib.Program,
            launch_type: Optional[str] = None,
            local_resources: Optional[Mapping[str, Any]] = None,
@@ -178,7 +185,9 @@ def launch(program: program_lib.Program,
     program: the program graph.
     launch_type: 'test_mt', 'local_mt', 'local_mp' or 'ray'. None reads the
       flags --lp_launch_type, --ray_address, --lp_resources and
-      --lp_termination_notice_secs (their defaults if flags are unparsed).
+      --lp_termination_notice_secs (their defaults if flags are unparsed);
+      otherwise those flags only fill arguments left None when they were
+      given on the command line.
     local_resources: per group label, a dict with keys num_cpus, num_gpus,
       memory, resources (custom Ray resources) and env (environment variables
       set in the node's process before it is built). Used by local_mp / ray.
@@ -202,13 +211,19 @@ def launch(program: program_lib.Program,
   """
   if not isinstance(program, program_lib.Program):
     raise TypeError(f'launch() takes a Program, got {program!r}.')
-  if launch_type is None:
+  # With launch_type=None every launch flag is read (its default if flags
+  # are unparsed); otherwise only those given explicitly on the command line
+  # fill arguments left None (e.g. --ray_address for launch_type='ray').
+  from_flags = launch_type is None
+  if from_flags:
     launch_type = _flag(_LAUNCH_TYPE, 'local_mt')
-    ray_address = ray_address or _flag(_RAY_ADDRESS, None)
-    if local_resources is None and _flag(_RESOURCES, None):
+  if ray_address is None and _given(_RAY_ADDRESS, from_flags):
+    ray_address = _RAY_ADDRESS.value
+  if local_resources is None and _given(_RESOURCES, from_flags):
+    if _RESOURCES.value:
       local_resources = parse_resources(_RESOURCES.value)
-    if termination_notice_secs is None:
-      termination_notice_secs = _flag(_NOTICE, DEFAULT_TERMINATION_NOTICE_SECS)
+  if termination_notice_secs is None and _given(_NOTICE, from_flags):
+    termination_notice_secs = _NOTICE.value
   if launch_type not in LAUNCH_TYPES:
     raise ValueError(f'Unknown launch_type {launch_type!r}; valid launch types '
                      f'are {LAUNCH_TYPES}.')

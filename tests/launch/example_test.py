@@ -25,3 +25,12 @@ def test_a_bad_launch_type_flag_names_the_choices():
       capture_output=True, text=True, timeout=120)
   assert result.returncode != 0
   assert 'test_mt' in result.stderr and 'local_mp' in result.stderr
+
+
+def test_launch_flags_are_read_when_launch_type_is_none():
+  result = subprocess.run(
+      [sys.executable, EXAMPLE, '--lp_launch_type=local_mt',
+       '--lp_termination_notice_secs=-1'],
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode != 0
+  assert 'termination_notice_secs must be >= 0, got -1' in result.stderr
