@@ -174,7 +174,11 @@ class UnrollAdder(base.ReverbAdder):
   # --- adder API ------------------------------------------------------------
 
   def add_first(self, timestep: dm_env.TimeStep) -> None:
-    """Starts (or restarts) the unroll with a batched timestep."""
+    """Starts the unrolls with a batched timestep (after `batch.reset()`).
+
+    Called again, it drops the unroll in progress and starts afresh; with
+    auto-resetting batches it is needed only once.
+    """
     self._check_batch('timestep.step_type', timestep.step_type)
     if self._obs is None:
       obs_spec = self._env_spec.observations if self._env_spec else None
