@@ -8,7 +8,8 @@ Measures, on a local Ray instance bound to 127.0.0.1 (started once):
     until every node answers a call, and its stop();
   * a blocking handle call (launcher -> node, and node -> node);
   * pipelined calls through `client.futures` (many in flight, then waited);
-  * the same blocking call in threads (test_mt), for reference.
+  * the same blocking call in threads (test_mt), and a plain Ray actor call
+    (no repertory layer), for reference.
 """
 
 import logging
@@ -80,6 +81,17 @@ def main(_):
   rows.append(('ray.init (local, 127.0.0.1)', time.perf_counter() - start, 's'))
   startups, stops, results = [], [], []
   try:
+    # Reference: a plain threaded Ray actor, no repertory layer.
+    raw = ray.remote(Echo).options(max_concurrency=256, num_cpus=0).remote()
+    ray.get(raw.ping.remote())
+    start = time.perf_counter()
+    for i in range(_CALLS.value):
+      ray.get(raw.ping.remote(i))
+    raw_blocking = (time.perf_counter() - start) / _CALLS.value
+    start = time.perf_counter()
+    ray.get([raw.ping.remote(i) for i in range(_CALLS.value)])
+    raw_pipelined = (time.perf_counter() - start) / _CALLS.value
+    ray.kill(raw)
     for _ in range(_REPEATS.value):
       program, handles = make_program(_NUM_NODES.value)
       start = time.perf_counter()
@@ -109,6 +121,9 @@ def main(_):
        med(r[2] for r in results) * 1e3, 'ms'),
       ('pipelined futures, node -> node (ray)',
        med(r[3] for r in results) * 1e3, 'ms/call'),
+      ('reference: plain Ray actor call, blocking', raw_blocking * 1e3, 'ms'),
+      ('reference: plain Ray actor calls, pipelined', raw_pipelined * 1e3,
+       'ms/call'),
   ]
   program, handles = make_program(2)
   launched = launch.launch(program, launch_type='test_mt')
