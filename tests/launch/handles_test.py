@@ -218,3 +218,24 @@ def test_a_handle_outside_a_running_program_cannot_be_dereferenced():
     counter.dereference()
   with pytest.raises(launch.LaunchError, match='add_node'):
     launch.CourierNode(Counter).create_handle().dereference()
+
+
+def test_reverb_node_writes_a_final_checkpoint_when_the_program_stops(
+    tmp_path):
+  import reverb  # pylint: disable=g-import-not-at-top
+
+  def tables():
+    return [reverb.Table.queue('q', max_size=10)]
+
+  def checkpointer():
+    return reverb.checkpointers.DefaultCheckpointer(str(tmp_path / 'ckpt'))
+  program = launch.Program('p')
+  replay = program.add_node(launch.ReverbNode(
+      tables, checkpoint_ctor=checkpointer, checkpoint_time_delta_minutes=60))
+  launched = launch.launch(program, launch_type='test_mt')
+  replay.dereference().insert([1.0], priorities={'q': 1.0})
+  assert not (tmp_path / 'ckpt').exists()
+  launched.stop(timeout=60)
+  assert list((tmp_path / 'ckpt').iterdir())  # the final checkpoint
+  with pytest.raises(ValueError, match='needs a checkpoint_ctor'):
+    launch.ReverbNode(tables, checkpoint_time_delta_minutes=1)
