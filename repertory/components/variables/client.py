@@ -70,8 +70,6 @@ class VariableClient:
     self._update_period_s = update_period_s
     self._asynchronous = asynchronous
     self._fetch_timeout_s = fetch_timeout_s
-    self._executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix='variable_client')
     self._future: Optional[concurrent.futures.Future] = None
     self._calls = 0
     self._last_fetch_time = -float('inf')
@@ -140,7 +138,19 @@ class VariableClient:
 
   def _start_fetch(self) -> None:
     self._last_fetch_time = time.monotonic()
-    self._future = self._executor.submit(self._fetch)
+    future = concurrent.futures.Future()
+
+    def fetch():
+      try:
+        future.set_result(self._fetch())
+      except BaseException as e:  # pylint: disable=broad-except
+        future.set_exception(e)
+
+    # A daemon thread per fetch (fetches are rare): a blocked fetch never
+    # keeps the process alive at exit.
+    threading.Thread(target=fetch, daemon=True,
+                     name='variable_client_fetch').start()
+    self._future = future
 
   def update(self, wait: bool = False) -> None:
     """Counts a call and fetches when a period has elapsed.
@@ -196,5 +206,5 @@ class VariableClient:
       time.sleep(poll_interval_s)
 
   def close(self) -> None:
-    """Stops the background fetch thread."""
-    self._executor.shutdown(wait=False, cancel_futures=True)
+    """Forgets any fetch in flight (its daemon thread ends on its own)."""
+    self._future = None

@@ -162,3 +162,29 @@ def test_unknown_end_behavior_lists_choices(make_client, env_spec):
   client = make_client({'seq': adders.SequenceAdder.signature(env_spec, 2)})
   with pytest.raises(ValueError, match='zero_pad'):
     adders.SequenceAdder(client, 'seq', 2, 1, 'pad')
+
+
+def test_core_state_is_stored_once_per_item(tmp_path, env_spec):
+  """Only the states that items reference reach the server (checkpoint size)."""
+  import os  # pylint: disable=g-import-not-at-top
+  import reverb  # pylint: disable=g-import-not-at-top
+  state = np.random.default_rng(0).random(25_000).astype(np.float32)  # 100 kB
+  sig = adders.SequenceAdder.signature(env_spec, 10, core_state_spec=state)
+  server = reverb.Server(
+      [reverb.Table.queue('seq', 100, signature=sig)],
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(str(tmp_path)))
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    adder = adders.SequenceAdder(client, 'seq', 10, 10)
+    adder.add_first(dm_env.restart(np.float32(0)))
+    for k in range(40):  # 4 items, 40 states appended.
+      adder.add(np.int32(0), dm_env.transition(np.float32(0), np.float32(k)),
+                core_state=state)
+    adder.flush()
+    assert client.server_info()['seq'].current_size == 4
+    client.checkpoint()
+    stored = sum(os.path.getsize(os.path.join(d, f))
+                 for d, _, files in os.walk(tmp_path) for f in files)
+    assert stored < 1.5e6, f'{stored} bytes: states stored per step (~4 MB)?'
+  finally:
+    server.stop()
