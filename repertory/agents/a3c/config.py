@@ -26,8 +26,8 @@ class Config:
     max_grad_norm: the actor clips its gradient to this global norm before
       sending it (None: no clipping).
     hidden_sizes: widths of the MLP torso.
-    push_timeout_s: how long an actor waits for the learner to accept a
-      gradient or serve weights before failing.
+    push_timeout_s: how long an actor waits for the learner to serve
+      weights before failing.
     eval_greedy: the evaluation actor takes the most likely action.
     seed: seed of the network initialisation.
   """

@@ -22,8 +22,8 @@ from repertory import core
 from repertory import launch
 from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as networks_lib
-from repertory.agents.impala.learning import make_logger
 from repertory.components import networks
+from repertory.components.loggers import make_logger
 from repertory.components import variables
 
 # The learner sends its counts and logs its metrics this often (seconds).
@@ -172,8 +172,8 @@ class A3CLearner(core.Learner):
       m, self._metrics = self._metrics, self._zero_metrics()
     applied = max(m['applied'], 1)
     metrics = {
-        'learner/version': self.version,
-        'learner/applied': m['applied'],
+        'version': self.version,
+        'applied': m['applied'],
         'charts/staleness_mean': m['staleness_sum'] / applied,
         'charts/staleness_max': m['staleness_max'],
         'charts/gradient_norm': m['gradient_norm_sum'] / applied,

@@ -36,11 +36,11 @@ import tree
 
 from repertory import core
 from repertory import launch
-from repertory.agents.impala.learning import make_logger
 from repertory.agents.ppo import config as config_lib
 from repertory.agents.ppo import networks as networks_lib
 from repertory.components import losses
 from repertory.components import networks
+from repertory.components.loggers import make_logger
 from repertory.components import replay as replay_lib
 from repertory.components import variables
 
@@ -356,8 +356,8 @@ class PPOLearner(core.Learner):
         {networks_lib.POLICY: networks.get_variables(self._network)})
     self._rounds += 1
     metrics.update({
-        'learner/rounds': self._rounds,
-        'learner/version': new_version,
+        'rounds': self._rounds,
+        'version': new_version,
         'charts/policy_lag_max': int(lags.max()),
         'charts/wait_seconds': waited,
         'charts/round_seconds': time.monotonic() - start,

@@ -86,7 +86,7 @@ def test_rounds_by_hand_have_lag_zero(queue_server):
       actor.collect_round(round_index)
     metrics = learner.step()
     assert metrics['charts/policy_lag_max'] == 0
-    assert metrics['learner/version'] == round_index + 1
+    assert metrics['version'] == round_index + 1
     # Before the first update the learner's policy is the behaviour policy.
     assert metrics['charts/first_minibatch_kl'] == pytest.approx(0, abs=1e-5)
   # An actor that asks for a version the learner has not published waits,
@@ -109,7 +109,7 @@ def test_smoke_test_mt(tmp_path):
     counter = program.groups['counter'][0].create_handle().dereference()
     for round_index in range(3):
       metrics = learner.step()
-      assert metrics['learner/version'] == round_index + 1
+      assert metrics['version'] == round_index + 1
       assert metrics['charts/policy_lag_max'] == 0   # Lag 0 in every batch.
     assert learner.get_variables(['policy']).version == 3
     counts = {}
