@@ -110,7 +110,7 @@ class ApexActor(core.Worker):
             replay_client, n_step=config.n_step, discount=config.discount,
             table=table, actor_id=actor_id,
             priority_fn=(p if config.initial_priority == 'actor' else
-                         functools.partial(_constant,
+                         functools.partial(constant_priority,
                                            config.constant_priority)),
             max_in_flight_items=config.max_in_flight_items)
         for p in self._priorities]
@@ -221,7 +221,8 @@ def batch_policy(network: Callable[[Any], Any], observation_spec: Any):
   return tf.function(network, input_signature=[signature])
 
 
-def _constant(value: float, item) -> float:
+def constant_priority(value: float, item) -> float:
+  """A priority function that ignores the item."""
   del item
   return value
 

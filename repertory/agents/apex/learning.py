@@ -103,8 +103,7 @@ class ApexLearner(core.Learner):
                make_network: Callable[[Any, Any], Any],
                replay_client: Any,
                table: str,
-               counter: Any = None,
-               logdir: Optional[str] = None):
+               counter: Any = None):
     self._config = config
     tf.random.set_seed(config.seed)
     self._online = make_network(environment_spec, config)
@@ -126,14 +125,12 @@ class ApexLearner(core.Learner):
     self._counter = counter
     self._pending: Dict[str, float] = {}
     self._num_steps = 0
-    self._logdir = logdir
     self._metrics: Dict[str, float] = {}
 
-  @property
   def num_steps(self) -> int:
+    """Learner steps taken."""
     return self._num_steps
 
-  @property
   def metrics(self) -> Dict[str, float]:
     """The last step's metrics (namespaced)."""
     return dict(self._metrics)
@@ -189,6 +186,10 @@ class ApexLearner(core.Learner):
         self._num_steps % COUNT_EVERY_STEPS == 0):
       self._counter.futures.increment(**self._pending)
       self._pending = {}
+
+  def flush_priorities(self) -> None:
+    """Waits until queued priority updates reached the table (tests)."""
+    self._priorities.flush()
 
   def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
     return self._store.get_variables(names)

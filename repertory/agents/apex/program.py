@@ -37,10 +37,10 @@ def make_tables(config: config_lib.Config, env: str):
 
 
 def make_learner(config: config_lib.Config, env: str, replay: Any,
-                 counter: Any = None, logdir: str = ''):
+                 counter: Any = None) -> learning.ApexLearner:
   return learning.ApexLearner(config, learning.environment_spec(env),
                               networks.make_network, replay, TABLE,
-                              counter=counter, logdir=logdir)
+                              counter=counter)
 
 
 def make_program(config: config_lib.Config,
@@ -57,8 +57,7 @@ def make_program(config: config_lib.Config,
         functools.partial(make_tables, config, experiment.env)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        make_learner, config, experiment.env, replay, counter,
-        experiment.logdir))
+        make_learner, config, experiment.env, replay, counter))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(acting.make_eval_actor, experiment.env, config,

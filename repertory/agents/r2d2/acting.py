@@ -1,0 +1,302 @@
+"""R2D2 acting: a batch of environments per recurrent policy call, per-actor
+epsilon, overlapping sequences with the LSTM state stored at each start
+(Kapturowski et al. 2019, section 3)."""
+
+import functools
+from typing import Any, Callable, List, Mapping
+
+import dm_env
+import numpy as np
+import tensorflow as tf
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.agents.apex import acting as apex_acting
+from repertory.components import adders
+from repertory.components import variables as variables_lib
+from repertory.components.networks import variables as network_variables
+
+REPORT_EVERY_CALLS = apex_acting.REPORT_EVERY_CALLS
+epsilon_greedy = apex_acting.epsilon_greedy
+
+
+def make_environment(env: str, seed: int) -> dm_env.Environment:
+  """The environment with observations OAR(observation, previous action,
+  previous reward)."""
+  return environments.ObservationActionReward(environments.make(env,
+                                                                seed=seed))
+
+
+def state_to_numpy(state) -> Mapping[str, np.ndarray]:
+  """An `snt.LSTMState` as the dict stored in replay."""
+  return {'hidden': np.asarray(state.hidden), 'cell': np.asarray(state.cell)}
+
+
+def recurrent_policy(network: Any, observation_spec: Any, state_size: int):
+  """`network(oar, state)` as a tf.function over `[None, ...]` batches; the
+  state is passed and returned as a {'hidden', 'cell'} dict."""
+  import sonnet as snt  # pylint: disable=g-import-not-at-top
+  obs_signature = tf.nest.map_structure(
+      lambda s: tf.TensorSpec((None,) + tuple(s.shape), tf.as_dtype(s.dtype)),
+      observation_spec)
+  state_signature = {
+      'hidden': tf.TensorSpec((None, state_size), tf.float32),
+      'cell': tf.TensorSpec((None, state_size), tf.float32)}
+
+  def step(oar, state):
+    q_values, next_state = network(
+        oar, snt.LSTMState(hidden=state['hidden'], cell=state['cell']))
+    return q_values, {'hidden': next_state.hidden, 'cell': next_state.cell}
+
+  return tf.function(step, input_signature=[obs_signature, state_signature])
+
+
+def _h(x: np.ndarray, eps: float) -> np.ndarray:
+  return np.sign(x) * (np.sqrt(np.abs(x) + 1.0) - 1.0) + eps * x
+
+
+def _h_inverse(x: np.ndarray, eps: float) -> np.ndarray:
+  return np.sign(x) * (np.square(
+      (np.sqrt(1.0 + 4.0 * eps * (np.abs(x) + 1.0 + eps)) - 1.0) /
+      (2.0 * eps)) - 1.0)
+
+
+class R2D2Priority:
+  """A sequence's initial priority from the actor's own Q-values (stored as
+  the `q_values` extras): the learner's transformed n-step double-Q TD errors
+  over the trace, with the actor's network as online and target network,
+  reduced as eta * max|delta| + (1 - eta) * mean|delta|."""
+
+  def __init__(self, config: Any):
+    self._burn_in = config.effective_burn_in
+    self._n = config.n_step
+    self._gamma = config.discount
+    self._eta = config.priority_eta
+    self._eps = config.value_rescaling_eps
+    self._rescale = config.use_value_rescaling
+
+  def __call__(self, item: Mapping[str, Any]) -> float:
+    b = self._burn_in
+    q = np.asarray(item['extras']['q_values'], np.float64)[b:]  # [T+1, A]
+    actions = np.asarray(item['action'])[b:-1].astype(np.int64)  # [T]
+    rewards = np.asarray(item['reward'], np.float64)[b:-1]
+    discounts = self._gamma * np.asarray(item['discount'], np.float64)[b:-1]
+    valid = np.asarray(item['step_type'])[b:-1] != int(dm_env.StepType.LAST)
+    h = (lambda x: _h(x, self._eps)) if self._rescale else (lambda x: x)
+    h_inv = ((lambda x: _h_inverse(x, self._eps)) if self._rescale else
+             (lambda x: x))
+    num_steps = len(rewards)
+    v = h_inv(q[1:].max(axis=-1))  # [T]: the value of x_{s+1}.
+    deltas = np.zeros(num_steps)
+    for s in range(num_steps):
+      m = min(self._n, num_steps - s)
+      ret, disc = 0.0, 1.0
+      for k in range(m):
+        ret += disc * rewards[s + k]
+        disc *= discounts[s + k]
+      target = h(ret + disc * v[s + m - 1])
+      deltas[s] = (target - q[s, actions[s]]) if valid[s] else 0.0
+    abs_deltas = np.abs(deltas)
+    return float(self._eta * abs_deltas.max() +
+                 (1.0 - self._eta) * abs_deltas.mean()) + 1e-6
+
+
+class R2D2Actor(core.Worker):
+  """Steps `envs_per_actor` environments with one recurrent policy call.
+
+  Each environment has its own `SequenceAdder`; the adder stores the LSTM
+  state the policy used at the first step of every sequence.
+  """
+
+  def __init__(self,
+               actor_id: int,
+               config: Any,
+               experiment: Any,
+               make_network: Callable[[Any, Any], Any],
+               replay_client: Any,
+               table: str,
+               variable_source: Any,
+               counter: Any = None,
+               monitor: Any = None):
+    apex_acting.limit_tf_threads()
+    self._actor_id = actor_id
+    self._config = config
+    seed = experiment.actor_seed(actor_id)
+    self._envs: List[dm_env.Environment] = [
+        make_environment(experiment.env, seed + j)
+        for j in range(experiment.envs_per_actor)]
+    spec = adders.make_environment_spec(self._envs[0])
+    self._action_dtype = np.dtype(spec.actions.dtype)
+    self._network = make_network(spec, config)
+    self._policy = recurrent_policy(self._network, spec.observations,
+                                    config.lstm_size)
+    self._client = variables_lib.VariableClient(
+        variable_source, 'policy',
+        update_period=config.variable_update_period)
+    self._epsilon = apex_acting.apex_epsilon(
+        actor_id, experiment.num_actors, config.epsilon, config.epsilon_alpha)
+    self._rng = np.random.RandomState(config.seed * 7919 + seed)
+    if config.initial_priority == 'actor':
+      priority_fn = R2D2Priority(config)
+    else:
+      priority_fn = functools.partial(apex_acting.constant_priority,
+                                      config.constant_priority)
+    self._adders = [
+        adders.SequenceAdder(
+            replay_client, table, sequence_length=config.sequence_length,
+            period=config.sequence_period,
+            end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
+            actor_id=actor_id, priority_fn=priority_fn,
+            max_in_flight_items=config.max_in_flight_items)
+        for _ in self._envs]
+    self._counter = counter
+    self._monitor = monitor
+    num_envs = len(self._envs)
+    self._state = {
+        'hidden': np.zeros((num_envs, config.lstm_size), np.float32),
+        'cell': np.zeros((num_envs, config.lstm_size), np.float32)}
+    self._timesteps = [env.reset() for env in self._envs]
+    for adder, timestep in zip(self._adders, self._timesteps):
+      adder.add_first(timestep)
+    self._returns = np.zeros(num_envs)
+    self._lengths = np.zeros(num_envs, np.int64)
+    self._done_returns: List[float] = []
+    self._done_lengths: List[int] = []
+    self._pending_steps = 0
+    self._calls = 0
+
+  @property
+  def epsilon(self) -> float:
+    return self._epsilon
+
+  def _fetch_weights(self, wait: bool) -> None:
+    version = self._client.version
+    self._client.update(wait=wait)
+    if self._client.version != version:
+      network_variables.assign_variables(self._network, self._client.params)
+      for adder in self._adders:
+        adder.set_policy_version(self._client.version)
+
+  def step(self) -> None:
+    """One recurrent policy call, then one step in every environment."""
+    if self._client.version < 0:
+      self._fetch_weights(wait=True)
+    state = self._state
+    q_values, next_state = self._policy(
+        apex_acting.stack([t.observation for t in self._timesteps]), state)
+    q_values = q_values.numpy()
+    next_state = {k: v.numpy() for k, v in next_state.items()}
+    num_envs = len(self._envs)
+    actions = epsilon_greedy(q_values, np.full(num_envs, self._epsilon),
+                             self._rng).astype(self._action_dtype)
+    for j, (env, adder) in enumerate(zip(self._envs, self._adders)):
+      timestep = env.step(actions[j])
+      used_state = {'hidden': state['hidden'][j], 'cell': state['cell'][j]}
+      adder.add(actions[j], timestep,
+                extras={'q_values': q_values[j]}, core_state=used_state)
+      self._returns[j] += float(timestep.reward or 0.0)
+      self._lengths[j] += 1
+      if timestep.last():
+        self._done_returns.append(float(self._returns[j]))
+        self._done_lengths.append(int(self._lengths[j]))
+        self._returns[j], self._lengths[j] = 0.0, 0
+        timestep = env.reset()
+        adder.add_first(timestep)
+        next_state['hidden'][j] = 0.0
+        next_state['cell'][j] = 0.0
+      self._timesteps[j] = timestep
+    self._state = next_state
+    self._pending_steps += num_envs
+    self._calls += 1
+    if self._calls % REPORT_EVERY_CALLS == 0:
+      self.report()
+    self._fetch_weights(wait=False)
+
+  def report(self) -> None:
+    """Sends the pending step count and finished episodes (futures)."""
+    if self._counter is not None and self._pending_steps:
+      self._counter.futures.increment(actor_steps=self._pending_steps)
+    if self._monitor is not None and self._done_returns:
+      self._monitor.futures.record_episodes(returns=self._done_returns,
+                                            lengths=self._done_lengths)
+    self._pending_steps = 0
+    self._done_returns, self._done_lengths = [], []
+
+  def flush(self) -> None:
+    """Sends every sequence created so far to the table (blocks)."""
+    for adder in self._adders:
+      adder.flush()
+
+  def run(self) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        self.step()
+    finally:
+      self.close()
+
+  def close(self) -> None:
+    self._client.close()
+    for adder in self._adders:
+      try:
+        adder.close()
+      except Exception:  # pylint: disable=broad-except
+        pass  # The server may already be gone at shutdown.
+
+
+class R2D2EvalActor(core.Actor):
+  """A single-environment recurrent actor on plain observations (it builds
+  OAR from what it observes) with the learner's weights."""
+
+  def __init__(self, network: Any, variable_source: Any, epsilon: float,
+               observation_spec: Any, lstm_size: int, seed: int = 0):
+    apex_acting.limit_tf_threads()
+    self._network = network
+    self._policy = recurrent_policy(network, observation_spec, lstm_size)
+    self._client = variables_lib.VariableClient(variable_source, 'policy')
+    self._epsilon = epsilon
+    self._rng = np.random.RandomState(seed)
+    self._zero_state = {'hidden': np.zeros((1, lstm_size), np.float32),
+                        'cell': np.zeros((1, lstm_size), np.float32)}
+    self._action_dtype = np.dtype(observation_spec.action.dtype)
+    self._reward_dtype = np.dtype(observation_spec.reward.dtype)
+    self._state = self._zero_state
+    self._prev_action = np.zeros((), self._action_dtype)
+    self._prev_reward = np.zeros((), self._reward_dtype)
+
+  def select_action(self, observation) -> np.ndarray:
+    oar = environments.OAR(np.asarray(observation)[None],
+                           self._prev_action[None], self._prev_reward[None])
+    q_values, state = self._policy(oar, self._state)
+    self._state = {k: v.numpy() for k, v in state.items()}
+    return epsilon_greedy(q_values.numpy(), np.array([self._epsilon]),
+                          self._rng)[0].astype(self._action_dtype)
+
+  def observe_first(self, timestep: dm_env.TimeStep) -> None:
+    self._state = self._zero_state
+    self._prev_action = np.zeros((), self._action_dtype)
+    self._prev_reward = np.zeros((), self._reward_dtype)
+
+  def observe(self, action, next_timestep: dm_env.TimeStep) -> None:
+    self._prev_action = np.asarray(action, self._action_dtype)
+    self._prev_reward = np.asarray(next_timestep.reward or 0.0,
+                                   self._reward_dtype)
+
+  def update(self, wait: bool = False) -> None:
+    version = self._client.version
+    self._client.update(wait=wait)
+    if self._client.version != version:
+      network_variables.assign_variables(self._network, self._client.params)
+
+
+def make_eval_actor(env: str, config: Any,
+                    make_network: Callable[[Any, Any], Any],
+                    variable_source: Any) -> core.Actor:
+  """Builds the evaluation actor (picklable through functools.partial)."""
+  environment = make_environment(env, seed=0)
+  spec = adders.make_environment_spec(environment)
+  environment.close()
+  return R2D2EvalActor(make_network(spec, config), variable_source,
+                       config.eval_epsilon, spec.observations,
+                       config.lstm_size, seed=config.seed)

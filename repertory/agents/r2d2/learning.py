@@ -1,0 +1,176 @@
+"""R2D2 learner: stored-state burn-in, transformed n-step double Q-learning
+over the trace, importance weights, mixed max/mean sequence priorities
+written back asynchronously, periodic target copies (Kapturowski et al.
+2019, sections 2-3)."""
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import dm_env
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import core
+from repertory import launch
+from repertory.agents.apex import learning as apex_learning
+from repertory.components import adders
+from repertory.components import losses
+from repertory.components import networks as networks_lib
+from repertory.components import variables as variables_lib
+from repertory.components.networks import variables as network_variables
+from repertory.components.replay import dataset as replay_dataset
+
+COUNT_EVERY_STEPS = apex_learning.COUNT_EVERY_STEPS
+_LAST = int(dm_env.StepType.LAST)
+
+
+def _time_major(x: tf.Tensor) -> tf.Tensor:
+  """`[B, T, ...]` -> `[T, B, ...]`."""
+  perm = [1, 0] + list(range(2, x.shape.rank))
+  return tf.transpose(x, perm)
+
+
+class R2D2Learner(core.Learner):
+  """Samples prioritized sequences; serves its weights as 'policy'."""
+
+  def __init__(self,
+               config: Any,
+               environment_spec: adders.EnvironmentSpec,
+               make_network: Callable[[Any, Any], Any],
+               replay_client: Any,
+               table: str,
+               counter: Any = None):
+    self._config = config
+    tf.random.set_seed(config.seed)
+    self._online = make_network(environment_spec, config)
+    self._target = make_network(environment_spec, config)
+    self._online_vars = list(self._online.trainable_variables)
+    self._target_vars = list(self._target.trainable_variables)
+    self._copy_target()
+    self._optimizer = snt.optimizers.Adam(config.learning_rate,
+                                          epsilon=config.adam_epsilon)
+    if config.use_value_rescaling:
+      self._transform = losses.signed_hyperbolic_transform(
+          config.value_rescaling_eps)
+    else:
+      self._transform = losses.IDENTITY_TRANSFORM
+    self._client = replay_client
+    self._table = table
+    self._iterator = replay_dataset.StarvationLoggingIterator(
+        iter(replay_dataset.make_dataset(replay_client, table,
+                                         config.batch_size)),
+        replay_client, table)
+    self._priorities = apex_learning.PriorityUpdater(replay_client, table)
+    self._store = variables_lib.VariableStore(
+        {'policy': network_variables.get_variables(self._online)})
+    self._counter = counter
+    self._pending: Dict[str, float] = {}
+    self._num_steps = 0
+    self._metrics: Dict[str, float] = {}
+
+  def num_steps(self) -> int:
+    """Learner steps taken."""
+    return self._num_steps
+
+  def metrics(self) -> Dict[str, float]:
+    """The last step's metrics (namespaced)."""
+    return dict(self._metrics)
+
+  def _copy_target(self) -> None:
+    for target, online in zip(self._target_vars, self._online_vars):
+      target.assign(online)
+
+  def _start_state(self, data) -> snt.LSTMState:
+    stored = data['core_state']
+    state = snt.LSTMState(hidden=stored['hidden'], cell=stored['cell'])
+    if not self._config.use_stored_state:
+      state = tf.nest.map_structure(tf.zeros_like, state)
+    return state
+
+  @tf.function
+  def _sgd_step(self, sample):
+    config = self._config
+    data, info = sample.data, sample.info
+    burn_in = config.effective_burn_in
+    oar = tf.nest.map_structure(_time_major, data['observation'])  # [L, B]
+    action = _time_major(data['action'])[burn_in:]  # [T+1, B]
+    reward = _time_major(data['reward'])[burn_in:]
+    discount = _time_major(data['discount'])[burn_in:] * config.discount
+    valid = tf.cast(
+        tf.not_equal(_time_major(data['step_type'])[burn_in:-1], _LAST),
+        tf.float32)  # [T, B]: x_s is a real, non-final step.
+    state = self._start_state(data)
+    weights = losses.importance_sampling_weights(
+        info.probability, info.table_size,
+        config.importance_sampling_exponent)  # [B]
+    # The target network: burn-in and trace, no gradient at all.
+    target_q, _ = networks_lib.burn_in_unroll(
+        self._target.unroll, oar, state, burn_in)  # [T+1, B, A]
+    with tf.GradientTape() as tape:
+      # Burn-in without gradient, then the trace with gradient.
+      online_q, _ = networks_lib.burn_in_unroll(
+          self._online.unroll, oar, state, burn_in)  # [T+1, B, A]
+      td = losses.transformed_n_step_double_q_learning(
+          q_tm1=online_q[:-1], a_tm1=action[:-1], r_t=reward[:-1],
+          discount_t=discount[:-1], target_q_t=target_q[1:],
+          selector_q_t=tf.stop_gradient(online_q[1:]), n=config.n_step,
+          transform=self._transform)
+      per_sequence = tf.reduce_sum(valid * td.loss, axis=0) / tf.maximum(
+          tf.reduce_sum(valid, axis=0), 1.0)  # [B]
+      loss = tf.reduce_mean(weights * per_sequence)
+    gradients = tape.gradient(loss, self._online_vars)
+    gradients, norm = tf.clip_by_global_norm(gradients,
+                                             config.max_gradient_norm)
+    self._optimizer.apply(gradients, self._online_vars)
+    priorities = losses.r2d2_priority(valid * td.td_error,
+                                      config.priority_eta) + 1e-6  # [B]
+    return {
+        'loss': loss,
+        'gradient_norm': norm,
+        'q_mean': tf.reduce_mean(online_q),
+        'priority_mean': tf.reduce_mean(priorities),
+    }, info.key, priorities, data['policy_version']
+
+  def step(self) -> None:
+    sample = next(self._iterator)
+    metrics, keys, priorities, versions = self._sgd_step(sample)
+    self._priorities.update(keys.numpy(), priorities.numpy())
+    self._num_steps += 1
+    if self._num_steps % self._config.target_update_period == 0:
+      self._copy_target()
+    lag = np.maximum(self._store.version - versions.numpy(), 0)
+    if self._num_steps % self._config.learner_steps_per_publish == 0:
+      self._store.publish(
+          {'policy': network_variables.get_variables(self._online)})
+    self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
+                policy_lag_items=int(lag.size))
+    self._metrics = {f'learner/{k}': float(v) for k, v in metrics.items()}
+
+  def _count(self, **counts) -> None:
+    for name, value in counts.items():
+      self._pending[name] = self._pending.get(name, 0) + value
+    if self._counter is not None and (
+        self._num_steps % COUNT_EVERY_STEPS == 0):
+      self._counter.futures.increment(**self._pending)
+      self._pending = {}
+
+  def flush_priorities(self) -> None:
+    """Waits until queued priority updates reached the table (tests)."""
+    self._priorities.flush()
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        self.step()
+        if num_steps is not None and self._num_steps >= num_steps:
+          return
+    except Exception:  # pylint: disable=broad-except
+      if stop.is_set():  # The replay server went away at shutdown.
+        return
+      raise
+    finally:
+      self._priorities.close()

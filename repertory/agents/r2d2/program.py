@@ -1,0 +1,86 @@
+"""The R2D2 program: prioritized sequence replay, one learner, N actors
+(Kapturowski et al. 2019)."""
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents.r2d2 import acting
+from repertory.agents.r2d2 import config as config_lib
+from repertory.agents.r2d2 import learning
+from repertory.agents.r2d2 import networks
+from repertory.components import adders
+from repertory.components.replay import tables
+
+TABLE = 'priority_table'
+
+
+def environment_spec(env: str) -> adders.EnvironmentSpec:
+  """The spec of the actors' (OAR-wrapped) environment."""
+  environment = acting.make_environment(env, seed=0)
+  try:
+    return adders.make_environment_spec(environment)
+  finally:
+    environment.close()
+
+
+def make_tables(config: config_lib.Config, env: str):
+  """The prioritized sequence table (FIFO removal, SampleToInsertRatio)."""
+  spec = environment_spec(env)
+  num_actions = int(spec.actions.num_values)
+  signature = adders.SequenceAdder.signature(
+      spec, config.sequence_length,
+      extras_spec={'q_values': np.zeros((num_actions,), np.float32)},
+      core_state_spec={
+          'hidden': np.zeros((config.lstm_size,), np.float32),
+          'cell': np.zeros((config.lstm_size,), np.float32)},
+      end_of_episode_behavior=adders.EndBehavior.ZERO_PAD)
+  return [tables.prioritized_replay_table(
+      TABLE,
+      max_size=config.replay_size,
+      priority_exponent=config.priority_exponent,
+      signature=signature,
+      min_size_to_sample=config.min_replay_size,
+      samples_per_insert=config.samples_per_insert,
+      error_buffer=tables.error_buffer_for(
+          config.samples_per_insert, config.min_replay_size,
+          config.samples_per_insert_tolerance, config.batch_size),
+      batch_size=config.batch_size)]
+
+
+def make_learner(config: config_lib.Config, env: str, replay: Any,
+                 counter: Any = None) -> learning.R2D2Learner:
+  return learning.R2D2Learner(config, environment_spec(env),
+                              networks.make_network, replay, TABLE,
+                              counter=counter)
+
+
+def make_program(config: config_lib.Config,
+                 experiment: experiment_lib.ExperimentConfig
+                 ) -> launch.Program:
+  """Builds the R2D2 program graph."""
+  if not isinstance(config, config_lib.Config):
+    raise TypeError(f'make_program needs an r2d2.Config, got '
+                    f'{type(config).__name__}.')
+  program = launch.Program('r2d2')
+  counter = experiment_lib.add_counter(program)
+  with program.group('replay'):
+    replay = program.add_node(launch.ReverbNode(
+        functools.partial(make_tables, config, experiment.env)))
+  with program.group('learner'):
+    learner = program.add_node(launch.CourierNode(
+        make_learner, config, experiment.env, replay, counter))
+  monitor = experiment_lib.add_monitor(
+      program, experiment, counter, learner,
+      functools.partial(acting.make_eval_actor, experiment.env, config,
+                        networks.make_network),
+      replay=replay)
+  with program.group('actor'):
+    for i in range(experiment.num_actors):
+      program.add_node(launch.CourierNode(
+          acting.R2D2Actor, i, config, experiment, networks.make_network,
+          replay, TABLE, learner, counter, monitor))
+  return program
