@@ -1,0 +1,208 @@
+"""The learner's side of fault tolerance: resume, checkpoints, rollback.
+
+    store = variables.VariableStore({'policy': weights()})
+    guard = FaultTolerance(
+        model_store.ModelStore(logdir + '/checkpoints',
+                               {'network': net, 'optimizer': opt},
+                               checkpoint_every_steps=1000),
+        store, lambda: {'policy': weights()}, max_bad_updates=10)
+    restored = guard.resume()          # continue version and steps, if any
+    steps = restored.step if restored else 0
+    ...
+    with guard.lock:                   # in step(): one update at a time
+      applied = bool(sgd_step(batch)['applied'])   # apply_if_finite inside
+      if applied:
+        store.publish({'policy': weights()})
+      guard.record_update(applied, steps)   # checkpoints; rolls back if bad
+
+- `resume()` restores the latest checkpoint (network, optimizer, step,
+  version) and makes the variable store serve it under its saved version, so
+  versions continue across restarts; with none on disk it writes the initial
+  state as the first checkpoint (there is always one to roll back to).
+- `record_update(applied, step)` saves every `checkpoint_every_*` of the model
+  store; after `max_bad_updates` non-finite updates in a row it rolls back to
+  the latest checkpoint.
+- `rollback(version | tag)` restores a checkpoint and republishes its weights
+  as a new, higher version (actors and inference servers pick them up like
+  any update; the version never goes back), then checkpoints that version.
+- Inside a launched program, a stop handler writes a final checkpoint when
+  the program stops (Ctrl-C, SIGTERM, `launch.stop()`).
+"""
+
+import threading
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from absl import logging
+import numpy as np
+import tree
+
+from repertory import core
+from repertory import launch
+from repertory.components import variables as variables_lib
+from repertory.components.model_store import store as store_lib
+
+
+def _is_finite(nest: Any) -> bool:
+  return all(np.all(np.isfinite(x)) for x in tree.flatten(nest)
+             if np.issubdtype(np.asarray(x).dtype, np.floating))
+
+
+def _continue_store(store: variables_lib.VariableStore,
+                    variables: Mapping[str, core.Nest], version: int) -> None:
+  """Makes `store` serve `variables` as `version` (resuming a run).
+
+  `VariableStore.publish` only counts up by one; a resumed learner must go on
+  from the checkpoint's version, so this sets it (under the store's lock).
+  """
+  reset = getattr(store, 'reset', None)
+  if callable(reset):
+    reset(variables, version)
+    return
+  copied = {k: variables_lib.to_numpy(v) for k, v in variables.items()}
+  with store._lock:  # pylint: disable=protected-access
+    store._variables.update(copied)  # pylint: disable=protected-access
+    store._version = int(version)  # pylint: disable=protected-access
+    store._lock.notify_all()  # pylint: disable=protected-access
+
+
+class FaultTolerance:
+  """Resumes, checkpoints, skips non-finite updates and rolls back.
+
+  Args:
+    model_store: where checkpoints go; it holds the network and optimizer.
+    variable_store: the learner's `VariableStore` (what actors read).
+    get_variables: returns the groups to publish, e.g. `{'policy': weights}`.
+    max_bad_updates: roll back after this many non-finite updates in a row.
+    final_checkpoint_on_stop: inside a launched program, register a stop
+      handler that writes a final checkpoint.
+  """
+
+  def __init__(self, model_store: store_lib.ModelStore,
+               variable_store: variables_lib.VariableStore,
+               get_variables: Callable[[], Mapping[str, core.Nest]],
+               max_bad_updates: int = 10,
+               final_checkpoint_on_stop: bool = True):
+    if not isinstance(max_bad_updates, int) or max_bad_updates < 1:
+      raise ValueError('max_bad_updates must be a positive int, got '
+                       f'{max_bad_updates!r}.')
+    self._model_store = model_store
+    self._variable_store = variable_store
+    self._get_variables = get_variables
+    self._max_bad_updates = max_bad_updates
+    self.lock = threading.RLock()  # Held around one update and its publish.
+    self.step = 0                  # The learner's step, as last recorded.
+    self.consecutive_bad = 0
+    self.total_bad = 0
+    self.rollbacks = 0
+    self._saved_version: Optional[int] = None
+    self._stopped = False
+    if final_checkpoint_on_stop and launch.get_launch_type() is not None:
+      launch.register_stop_handler(self.final_checkpoint)
+
+  @property
+  def model_store(self) -> store_lib.ModelStore:
+    return self._model_store
+
+  @property
+  def version(self) -> int:
+    return self._variable_store.version
+
+  def resume(self) -> Optional[store_lib.Restored]:
+    """Restores the latest checkpoint, if any; else checkpoints the start.
+
+    Returns the restored (version, step, path), or None for a fresh start.
+    """
+    with self.lock:
+      restored = self._model_store.restore()
+      if restored is None:
+        self._save(self.step)
+        return None
+      _continue_store(self._variable_store, self._get_variables(),
+                      restored.version)
+      self.step = restored.step
+      self._saved_version = restored.version
+      logging.info('Resumed at version %d, step %d from %s.',
+                   restored.version, restored.step, restored.path)
+      return restored
+
+  def record_update(self, applied: bool, step: int) -> bool:
+    """Counts one update (after its publish); True if it caused a rollback.
+
+    Args:
+      applied: whether the update was finite and applied.
+      step: the learner's step counter after this update.
+    """
+    with self.lock:
+      self.step = step
+      if applied:
+        self.consecutive_bad = 0
+        if self._model_store.maybe_save(self.version, step) is not None:
+          self._saved_version = self.version
+        return False
+      self.consecutive_bad += 1
+      self.total_bad += 1
+      logging.warning(
+          'Non-finite loss or gradient at step %d: update skipped (%d in a '
+          'row, %d in all; rollback after %d).', step, self.consecutive_bad,
+          self.total_bad, self._max_bad_updates)
+      if self.consecutive_bad < self._max_bad_updates:
+        return False
+      logging.error('%d non-finite updates in a row: rolling back to the '
+                    'latest checkpoint.', self.consecutive_bad)
+      self.rollback()
+      return True
+
+  def rollback(self, version: Optional[int] = None,
+               tag: Optional[str] = None) -> int:
+    """Restores a checkpoint (latest by default) and republishes its weights.
+
+    The restored weights are published as a new, higher version (so every
+    reader fetches them) and checkpointed under it. Returns that version.
+    """
+    with self.lock:
+      restored = self._model_store.restore(version=version, tag=tag)
+      if restored is None:
+        raise RuntimeError('Cannot roll back: no checkpoint in '
+                           f'{self._model_store.directory}.')
+      new_version = self._variable_store.publish(self._get_variables())
+      self.consecutive_bad = 0
+      self.rollbacks += 1
+      logging.warning('Rolled back to version %d (step %d); republished as '
+                      'version %d.', restored.version, restored.step,
+                      new_version)
+      self._save(self.step)
+      return new_version
+
+  def checkpoint(self) -> Optional[str]:
+    """Writes a checkpoint of the current state now (if its weights are
+    finite and its version is not on disk yet)."""
+    with self.lock:
+      if self._saved_version == self.version:
+        return None
+      return self._save(self.step)
+
+  def final_checkpoint(self) -> Optional[str]:
+    """The stop handler: a last checkpoint, then no more saves."""
+    with self.lock:
+      if self._stopped:
+        return None
+      path = self.checkpoint()
+      self._stopped = True
+      logging.info('Final checkpoint at version %d, step %d: %s.',
+                   self.version, self.step, path or 'already on disk')
+      return path
+
+  def metrics(self) -> Dict[str, float]:
+    return {'learner/nonfinite_updates': self.total_bad,
+            'learner/rollbacks': self.rollbacks}
+
+  def _save(self, step: int) -> Optional[str]:
+    if self._stopped:
+      return None
+    if not _is_finite(self._get_variables()):
+      logging.error('Not checkpointing version %d: its weights are not '
+                    'finite.', self.version)
+      return None
+    path = self._model_store.save(self.version, step)
+    self._saved_version = self.version
+    return path

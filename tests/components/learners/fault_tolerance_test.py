@@ -1,0 +1,162 @@
+"""Tests of the learner's fault tolerance: resume, rollback, final save."""
+
+import numpy as np
+import pytest
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import launch
+from repertory.components import learners
+from repertory.components import model_store
+from repertory.components import variables
+
+
+class _TinyLearner:
+  """A learner in miniature: a network, Adam, a store, the guard."""
+
+  def __init__(self, directory, max_bad_updates=3, every=5):
+    tf.random.set_seed(0)
+    self.network = snt.nets.MLP([8, 2])
+    self.network(tf.zeros([1, 3]))
+    self.optimizer = snt.optimizers.Adam(1e-2)
+    learners.create_optimizer_state(self.optimizer,
+                                    self.network.trainable_variables)
+    self.store = variables.VariableStore({'policy': self.weights()})
+    self.guard = learners.FaultTolerance(
+        model_store.ModelStore(directory, {'network': self.network,
+                                           'optimizer': self.optimizer},
+                               checkpoint_every_steps=every),
+        self.store, lambda: {'policy': self.weights()},
+        max_bad_updates=max_bad_updates)
+    restored = self.guard.resume()
+    self.steps = restored.step if restored else 0
+    self.poison = tf.Variable(False)
+
+  def weights(self):
+    return [v.numpy() for v in self.network.trainable_variables]
+
+  @tf.function
+  def _sgd_step(self):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(self.network(tf.ones([2, 3])) ** 2)
+      loss = tf.where(self.poison, tf.constant(np.nan, tf.float32), loss)
+    gradients = tape.gradient(loss, self.network.trainable_variables)
+    return learners.apply_if_finite(self.optimizer, gradients,
+                                    self.network.trainable_variables, loss)
+
+  def step(self):
+    with self.guard.lock:
+      applied = bool(self._sgd_step())
+      if applied:
+        self.store.publish({'policy': self.weights()})
+      self.steps += 1
+      return self.guard.record_update(applied, self.steps)
+
+
+def _assert_same(a, b):
+  for x, y in zip(a, b):
+    np.testing.assert_array_equal(x, y)
+
+
+def test_nan_updates_are_skipped_then_rolled_back_and_training_recovers(
+    tmp_path):
+  learner = _TinyLearner(str(tmp_path), max_bad_updates=3, every=5)
+  for _ in range(5):
+    assert not learner.step()
+  assert learner.store.version == 5
+  checkpointed = learner.weights()           # Step 5 was checkpointed.
+  learner.step()
+  learner.step()                             # Versions 6, 7: not on disk.
+  assert learner.store.version == 7
+
+  learner.poison.assign(True)
+  assert [learner.step() for _ in range(3)] == [False, False, True]
+  assert learner.guard.total_bad == 3 and learner.guard.rollbacks == 1
+  # Back at the checkpoint's weights, served as a new, higher version.
+  assert learner.store.version == 8
+  version, (served,) = learner.store.get_variables(['policy'])
+  assert version == 8
+  _assert_same(served, checkpointed)
+  _assert_same(learner.weights(), checkpointed)
+  assert 8 in learner.guard.model_store.versions()
+
+  learner.poison.assign(False)
+  for _ in range(3):
+    assert not learner.step()
+  assert learner.store.version == 11
+  assert learner.guard.consecutive_bad == 0
+  assert all(np.all(np.isfinite(w)) for w in learner.weights())
+
+
+def test_resume_continues_version_step_and_optimizer(tmp_path):
+  learner = _TinyLearner(str(tmp_path), every=4)
+  for _ in range(6):
+    learner.step()
+  learner.guard.final_checkpoint()           # As the stop handler does.
+  learner.step()
+  expected_next = learner.weights()
+
+  # A new process on the same directory: a fresh network, then resume.
+  resumed = _TinyLearner(str(tmp_path), every=4)
+  assert resumed.steps == 6
+  assert resumed.store.version == 6
+  assert resumed.store.get_variables(['policy']).version == 6
+  resumed.step()
+  assert resumed.store.version == 7
+  for got, want in zip(resumed.weights(), expected_next):
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_fresh_start_writes_an_initial_checkpoint_to_roll_back_to(tmp_path):
+  learner = _TinyLearner(str(tmp_path), max_bad_updates=2, every=1000)
+  initial = learner.weights()
+  assert learner.guard.model_store.versions() == [0]
+  learner.step()
+  learner.poison.assign(True)
+  learner.step()
+  assert learner.step()                      # Rolled back to version 0.
+  _assert_same(learner.weights(), initial)
+  assert learner.store.version == 2
+
+
+def test_explicit_rollback_to_a_tagged_version(tmp_path):
+  learner = _TinyLearner(str(tmp_path), every=1)
+  learner.step()
+  learner.step()
+  at_two = learner.weights()
+  learner.guard.model_store.tag(2, 'best')
+  for _ in range(3):
+    learner.step()
+  assert learner.guard.rollback(tag='best') == 6
+  _assert_same(learner.store.get_variables(['policy']).variables[0], at_two)
+  with pytest.raises(KeyError, match='version 99'):
+    learner.guard.rollback(version=99)
+
+
+def test_final_checkpoint_from_the_stop_handler(tmp_path):
+  holder = {}
+
+  class Node:
+
+    def __init__(self):
+      holder['learner'] = _TinyLearner(str(tmp_path), every=1000)
+
+    def step(self):
+      holder['learner'].step()
+
+  program = launch.Program('final_checkpoint')
+  node = program.add_node(launch.CourierNode(Node))
+  launched = launch.launch(program, launch_type='test_mt')
+  client = node.dereference()
+  for _ in range(3):
+    client.step()
+  launched.stop(timeout=30)
+  store = model_store.ModelStore(str(tmp_path), {})
+  assert store.versions() == [0, 3]
+
+
+def test_bad_max_bad_updates_is_refused(tmp_path):
+  with pytest.raises(ValueError, match='max_bad_updates'):
+    learners.FaultTolerance(model_store.ModelStore(str(tmp_path), {}),
+                            variables.VariableStore(), dict,
+                            max_bad_updates=0)
