@@ -86,6 +86,8 @@ class ImpalaActor(core.Worker):
     self._reporter = episodes.ActorReporter(counter, monitor)
     self._episodes = episodes.EpisodeTracker(num_envs)
     self._version = -1
+    self._timestep = None
+    self._state = None
     self.steps = 0
 
   def _refresh_weights(self, wait: bool = False) -> None:
@@ -96,27 +98,35 @@ class ImpalaActor(core.Worker):
       self._adder.set_policy_version(self._version)
 
   def run(self, num_steps: Optional[int] = None) -> None:
-    """Acts until the program stops (or for `num_steps` batched steps)."""
+    """Acts until the program stops, or for `num_steps` more batched steps
+    (then it can be called again and continues where it stopped)."""
     stop = launch.stop_event() if num_steps is None else None
     try:
-      self._run(stop, num_steps)
+      self._act(stop, num_steps)
     except Exception:  # pylint: disable=broad-except
       if stop is not None and stop.is_set():
         return  # Reverb or the learner went away while stopping: expected.
       raise
     finally:
-      self._env.close()
+      if num_steps is None:
+        self.close()
 
-  def _run(self, stop, num_steps: Optional[int]) -> None:
-    self._refresh_weights(wait=True)
-    timestep = self._env.reset()
-    self._adder.add_first(timestep)
-    self._episodes.observe(timestep.step_type, timestep.reward)
-    state = self._policy.initial_state(self._num_envs)
+  def close(self) -> None:
+    self._env.close()
+    self._client.close()
+
+  def _act(self, stop, num_steps: Optional[int]) -> None:
+    if self._timestep is None:
+      self._refresh_weights(wait=True)
+      self._timestep = self._env.reset()
+      self._adder.add_first(self._timestep)
+      self._episodes.observe(self._timestep.step_type, self._timestep.reward)
+      self._state = self._policy.initial_state(self._num_envs)
+    timestep, state = self._timestep, self._state
+    end = None if num_steps is None else self.steps + num_steps
     unroll = self._config.unroll_length
-    steps_since_report = 0
     while (stop is None or not stop.is_set()) and (
-        num_steps is None or self.steps < num_steps):
+        end is None or self.steps < end):
       action, extras, next_state = self._policy.step(
           timestep.observation, state, timestep.first())
       timestep = self._env.step(action)
@@ -125,14 +135,13 @@ class ImpalaActor(core.Worker):
       state = next_state
       self._episodes.observe(timestep.step_type, timestep.reward)
       self.steps += 1
-      steps_since_report += 1
-      if steps_since_report == unroll:
-        self._reporter.report(steps_since_report * self._num_envs,
-                              *self._episodes.pop())
-        steps_since_report = 0
+      if self.steps % unroll == 0:
+        self._reporter.report(unroll * self._num_envs, *self._episodes.pop())
       self._refresh_weights()
-    self._reporter.report(steps_since_report * self._num_envs,
-                          *self._episodes.pop())
+    self._timestep, self._state = timestep, state
+    if end is None:  # Stopping: report what the last partial unroll did.
+      self._reporter.report((self.steps % unroll) * self._num_envs,
+                            *self._episodes.pop())
 
 
 class EvalActor(core.Actor):

@@ -272,11 +272,14 @@ class VTraceLearner(core.Learner):
     pending, self._pending = self._pending, {k: 0 for k in self._pending}
     self._counter.futures.increment(**pending)
 
-  def flush_counts(self) -> None:
-    """Sends counts not yet sent to the counter."""
+  def flush_counts(self, wait: bool = True) -> None:
+    """Sends counts not yet sent to the counter (blocking if `wait`)."""
     if self._counter is not None and any(self._pending.values()):
       pending, self._pending = self._pending, {k: 0 for k in self._pending}
-      self._counter.increment(**pending)
+      if wait:
+        self._counter.increment(**pending)
+      else:
+        self._counter.futures.increment(**pending)
 
   def run(self) -> None:
     stop = launch.stop_event()
@@ -293,7 +296,9 @@ class VTraceLearner(core.Learner):
         return
       raise
     finally:
+      logging.info('Learner stopping after %d steps (version %d).',
+                   self._steps, self.version)
       try:
-        self.flush_counts()
+        self.flush_counts(wait=False)
       except Exception:  # pylint: disable=broad-except
         pass

@@ -14,6 +14,7 @@ from repertory import core
 from repertory import launch
 from repertory.agents.apex import learning as apex_learning
 from repertory.components import adders
+from repertory.components import loggers
 from repertory.components import losses
 from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
@@ -39,7 +40,8 @@ class R2D2Learner(core.Learner):
                make_network: Callable[[Any, Any], Any],
                replay_client: Any,
                table: str,
-               counter: Any = None):
+               counter: Any = None,
+               logdir: Optional[str] = None):
     self._config = config
     tf.random.set_seed(config.seed)
     self._online = make_network(environment_spec, config)
@@ -64,6 +66,10 @@ class R2D2Learner(core.Learner):
     self._store = variables_lib.VariableStore(
         {'policy': network_variables.get_variables(self._online)})
     self._counter = counter
+    self._logger = (loggers.make_logger('learner', logdir=logdir,
+                                        steps_key='learner_steps',
+                                        time_delta=10.0)
+                    if logdir else None)
     self._pending: Dict[str, float] = {}
     self._num_steps = 0
     self._metrics: Dict[str, float] = {}
@@ -142,17 +148,23 @@ class R2D2Learner(core.Learner):
     if self._num_steps % self._config.learner_steps_per_publish == 0:
       self._store.publish(
           {'policy': network_variables.get_variables(self._online)})
+    self._metrics = {k: float(v) for k, v in metrics.items()}
     self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
                 policy_lag_items=int(lag.size))
-    self._metrics = {f'learner/{k}': float(v) for k, v in metrics.items()}
 
   def _count(self, **counts) -> None:
     for name, value in counts.items():
       self._pending[name] = self._pending.get(name, 0) + value
-    if self._counter is not None and (
-        self._num_steps % COUNT_EVERY_STEPS == 0):
+    if self._num_steps % COUNT_EVERY_STEPS == 0:
+      self.flush_counts()
+      if self._logger is not None:
+        self._logger.write(dict(self._metrics, learner_steps=self._num_steps))
+
+  def flush_counts(self) -> None:
+    """Sends the counts not yet sent to the counter."""
+    if self._counter is not None and self._pending:
       self._counter.futures.increment(**self._pending)
-      self._pending = {}
+    self._pending = {}
 
   def flush_priorities(self) -> None:
     """Waits until queued priority updates reached the table (tests)."""

@@ -2,6 +2,7 @@
 (Kapturowski et al. 2019)."""
 
 import functools
+import os
 from typing import Any
 
 import numpy as np
@@ -52,10 +53,11 @@ def make_tables(config: config_lib.Config, env: str):
 
 
 def make_learner(config: config_lib.Config, env: str, replay: Any,
-                 counter: Any = None) -> learning.R2D2Learner:
+                 counter: Any = None, logdir: str = '') -> learning.R2D2Learner:
   return learning.R2D2Learner(config, environment_spec(env),
                               networks.make_network, replay, TABLE,
-                              counter=counter)
+                              counter=counter,
+                              logdir=logdir)
 
 
 def make_program(config: config_lib.Config,
@@ -72,7 +74,8 @@ def make_program(config: config_lib.Config,
         functools.partial(make_tables, config, experiment.env)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        make_learner, config, experiment.env, replay, counter))
+        make_learner, config, experiment.env, replay, counter,
+        os.path.join(experiment.logdir, 'learner')))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(acting.make_eval_actor, experiment.env, config,

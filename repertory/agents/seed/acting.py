@@ -54,35 +54,41 @@ class SeedActor(core.Worker):
     self._report_every = report_every
     self._reporter = episodes.ActorReporter(counter, monitor)
     self._episodes = episodes.EpisodeTracker(num_envs)
+    self._timestep = None
     self.steps = 0
 
   def run(self, num_steps: Optional[int] = None) -> None:
-    """Acts until the program stops (or for `num_steps` batched steps)."""
+    """Acts until the program stops, or for `num_steps` more batched steps
+    (then it can be called again and continues where it stopped)."""
     stop = launch.stop_event() if num_steps is None else None
     try:
-      self._run(stop, num_steps)
+      self._act(stop, num_steps)
     except Exception:  # pylint: disable=broad-except
       if stop is not None and stop.is_set():
         return  # The server went away while stopping: expected.
       raise
     finally:
-      self._env.close()
+      if num_steps is None:
+        self._env.close()
 
-  def _run(self, stop, num_steps: Optional[int]) -> None:
-    timestep = self._env.reset()
-    self._episodes.observe(timestep.step_type, timestep.reward)
-    since_report = 0
+  def _act(self, stop, num_steps: Optional[int]) -> None:
+    if self._timestep is None:
+      self._timestep = self._env.reset()
+      self._episodes.observe(self._timestep.step_type, self._timestep.reward)
+    timestep = self._timestep
+    end = None if num_steps is None else self.steps + num_steps
+    every = self._report_every
     while (stop is None or not stop.is_set()) and (
-        num_steps is None or self.steps < num_steps):
+        end is None or self.steps < end):
       action = self._server.inference(
           self._actor_id, self._run_id, timestep.step_type, timestep.reward,
           timestep.discount, timestep.observation)
       timestep = self._env.step(action)
       self._episodes.observe(timestep.step_type, timestep.reward)
       self.steps += 1
-      since_report += 1
-      if since_report == self._report_every:
-        self._reporter.report(since_report * self._num_envs,
-                              *self._episodes.pop())
-        since_report = 0
-    self._reporter.report(since_report * self._num_envs, *self._episodes.pop())
+      if self.steps % every == 0:
+        self._reporter.report(every * self._num_envs, *self._episodes.pop())
+    self._timestep = timestep
+    if end is None:  # Stopping: report the steps since the last report.
+      self._reporter.report((self.steps % every) * self._num_envs,
+                            *self._episodes.pop())

@@ -60,6 +60,15 @@ def catch_replay():
     server.stop()
 
 
+def wait_for_size(client, size, timeout=30):
+  """Waits for the adder's last (asynchronously flushed) items."""
+  deadline = time.monotonic() + timeout
+  while client.server_info()[program_lib.TABLE].current_size < size:
+    assert time.monotonic() < deadline, 'unrolls did not arrive'
+    time.sleep(0.05)
+  assert client.server_info()[program_lib.TABLE].current_size == size
+
+
 @pytest.mark.parametrize('use_lstm', [False, True])
 def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
   config = impala.Config(use_lstm=use_lstm, **TINY)
@@ -69,7 +78,7 @@ def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
   actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
                              program_lib.TABLE)
   actor.run(num_steps=3 * config.unroll_length)  # 3 unrolls x 4 envs.
-  assert client.server_info()[program_lib.TABLE].current_size == 12
+  wait_for_size(client, 12)
   first = learner.step()
   # On-policy at version 0: importance weights are exactly 1 (the behaviour
   # logits, recurrent state and resets of the actor match the learner's).
@@ -91,6 +100,7 @@ def test_stale_unrolls_are_dropped_and_counted(catch_replay):
   actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
                              program_lib.TABLE)
   actor.run(num_steps=2 * config.unroll_length)  # 8 unrolls of version 0.
+  wait_for_size(client, 8)
   learner.step()  # Version 0 unrolls, lag 0: kept; version -> 1.
   metrics = learner.step()  # Version 0 unrolls now lag 1 > 0: dropped.
   assert metrics['charts/dropped_stale'] == 4

@@ -1,0 +1,191 @@
+r"""Actor steps per second of IMPALA and SEED against the raw-loop ceiling.
+
+  python benchmarks/agent_throughput.py                # everything
+  python benchmarks/agent_throughput.py --envs=catch --num_actors=1,2 \
+      --modes=ceiling,impala_nolearn --seconds=10
+
+For each environment and number of actors A it measures, one after the other
+on the same machine:
+
+* `ceiling`: A plain processes, each running only the raw acting loop of an
+  actor: the same batched environment (same kind, same envs_per_actor) and
+  the same batched policy forward (IMPALA's `Policy`), no framework, no
+  Reverb, no learner;
+* `impala_nolearn` / `seed_nolearn`: the agent's program in `local_mp` with
+  learning disabled (`Config.train=False`: the learner only serves weights,
+  the queue drops its oldest unrolls), so the figure isolates the
+  framework's own overhead (adder, Reverb, variable client, counter,
+  inference calls);
+* `impala` / `seed`: the same with learning on.
+
+Program rates are steady-state: actor steps counted by the program's
+`Counter` over `--seconds` after a warm-up, read from the launcher. The
+table printed at the end (and written to `--out` as JSON) gives steps/s and
+the ratio to the ceiling.
+"""
+
+import functools
+import json
+import multiprocessing
+import os
+import sys
+import time
+from typing import Dict, List
+
+from absl import app
+from absl import flags
+
+_ENVS = flags.DEFINE_list('envs', ['catch', 'envpool:CartPole-v1'],
+                          'Environment specs.')
+_NUM_ACTORS = flags.DEFINE_list('num_actors', ['1', '2', '4'],
+                                'Numbers of actors.')
+_MODES = flags.DEFINE_list(
+    'modes', ['ceiling', 'impala_nolearn', 'impala', 'seed_nolearn', 'seed'],
+    'What to measure.')
+_ENVS_PER_ACTOR = flags.DEFINE_integer('envs_per_actor', 8,
+                                       'Environments per actor.')
+_SECONDS = flags.DEFINE_float('seconds', 15.0, 'Measurement window.')
+_WARMUP = flags.DEFINE_float('warmup_seconds', 10.0,
+                             'Seconds after the first actor step before '
+                             'measuring.')
+_OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
+
+
+def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
+              warmup_steps: int, queue) -> None:
+  """One plain process: batched env + batched policy forward, nothing else."""
+  from repertory.agents.impala import acting  # pylint: disable=g-import-not-at-top
+  from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
+  from repertory.agents.impala import networks  # pylint: disable=g-import-not-at-top
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  acting.limit_tf_threads()
+  config = config_lib.Config()
+  env = environments.make_batched(
+      env_spec, num_envs, seed=seed,
+      kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
+  network = networks.make_network(config, env.observation_spec(),
+                                  env.action_spec())
+  policy = networks.Policy(network, env.observation_spec(), seed=seed)
+  state = policy.initial_state(num_envs)
+  timestep = env.reset()
+
+  def step():
+    nonlocal timestep, state
+    action, _, state = policy.step(timestep.observation, state,
+                                   timestep.first())
+    timestep = env.step(action)
+
+  for _ in range(warmup_steps):
+    step()
+  queue.put('ready')
+  steps, start = 0, time.perf_counter()
+  while time.perf_counter() - start < seconds:
+    step()
+    steps += 1
+  queue.put(steps * num_envs / (time.perf_counter() - start))
+  env.close()
+
+
+def measure_ceiling(env_spec: str, num_actors: int, num_envs: int,
+                    seconds: float) -> float:
+  context = multiprocessing.get_context('spawn')
+  queue = context.Queue()
+  processes = [context.Process(
+      target=_raw_loop, args=(env_spec, num_envs, i * num_envs, seconds, 200,
+                              queue)) for i in range(num_actors)]
+  for p in processes:
+    p.start()
+  results = [queue.get(timeout=600) for _ in range(2 * num_actors)]
+  for p in processes:
+    p.join(60)
+  return float(sum(r for r in results if r != 'ready'))
+
+
+def measure_program(agent: str, env_spec: str, num_actors: int,
+                    num_envs: int, train: bool, seconds: float,
+                    warmup: float) -> Dict[str, float]:
+  """Steady-state actor (and learner) steps/s of a program in local_mp."""
+  from repertory import agents  # pylint: disable=g-import-not-at-top
+  from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  module = agents.get(agent)
+  config = module.Config(train=train)
+  logdir = os.path.join('/tmp/repertory_bench',
+                        f'{agent}-{env_spec.replace(":", "_")}-{num_actors}-'
+                        f'{int(train)}-{int(time.time())}')
+  experiment = experiment_lib.ExperimentConfig(
+      agent=agent, env=env_spec, num_actors=num_actors,
+      envs_per_actor=num_envs, max_actor_steps=10**12, eval_episodes=1,
+      logdir=logdir, launch_type='local_mp', progress_every_seconds=30.0)
+  program = module.make_program(config, experiment)
+  launched = launch.launch(program, launch_type='local_mp', block=False,
+                           logdir=os.path.join(logdir, 'nodes'),
+                           termination_notice_secs=5)
+  try:
+    counter = program.groups['counter'][0].create_handle().dereference()
+    deadline = time.monotonic() + 600
+    while counter.get_counts().get('actor_steps', 0) == 0:
+      if time.monotonic() > deadline or not launched.is_running():
+        raise RuntimeError(f'{agent} on {env_spec}: no actor steps; see '
+                           f'{logdir}/nodes.')
+      time.sleep(0.5)
+    time.sleep(warmup)
+    c0, t0 = counter.get_counts(), time.monotonic()
+    time.sleep(seconds)
+    c1, t1 = counter.get_counts(), time.monotonic()
+  finally:
+    launched.stop(timeout=120)
+  dt = t1 - t0
+  return {
+      'actor_steps_per_second':
+          (c1.get('actor_steps', 0) - c0.get('actor_steps', 0)) / dt,
+      'learner_steps_per_second':
+          (c1.get('learner_steps', 0) - c0.get('learner_steps', 0)) / dt,
+  }
+
+
+def main(argv: List[str]) -> None:
+  del argv
+  rows = []
+  for env_spec in _ENVS.value:
+    for num_actors in [int(a) for a in _NUM_ACTORS.value]:
+      row = {'env': env_spec, 'num_actors': num_actors,
+             'envs_per_actor': _ENVS_PER_ACTOR.value}
+      for mode in _MODES.value:
+        print(f'== {env_spec} actors={num_actors} {mode}', flush=True)
+        if mode == 'ceiling':
+          row['ceiling'] = measure_ceiling(env_spec, num_actors,
+                                           _ENVS_PER_ACTOR.value,
+                                           _SECONDS.value)
+        else:
+          agent, _, nolearn = mode.partition('_')
+          result = measure_program(agent, env_spec, num_actors,
+                                   _ENVS_PER_ACTOR.value, not nolearn,
+                                   _SECONDS.value, _WARMUP.value)
+          row[mode] = result['actor_steps_per_second']
+          row[mode + '_learner_steps_per_second'] = result[
+              'learner_steps_per_second']
+        print(f'   {json.dumps(row)}', flush=True)
+      rows.append(row)
+  modes = [m for m in _MODES.value]
+  header = ['env', 'actors'] + modes
+  print('\n| ' + ' | '.join(header) + ' |')
+  print('|' + '---|' * len(header))
+  for row in rows:
+    cells = [row['env'], str(row['num_actors'])]
+    for mode in modes:
+      value = row.get(mode)
+      if value is None:
+        cells.append('-')
+      elif mode == 'ceiling' or 'ceiling' not in row:
+        cells.append(f'{value:,.0f}')
+      else:
+        cells.append(f'{value:,.0f} ({value / row["ceiling"]:.2f})')
+    print('| ' + ' | '.join(cells) + ' |')
+  if _OUT.value:
+    with open(_OUT.value, 'w') as f:
+      json.dump(rows, f, indent=2)
+
+
+if __name__ == '__main__':
+  sys.exit(app.run(main))
