@@ -46,6 +46,17 @@ class Config:
       and never samples; the queue becomes a buffer that drops its oldest
       unrolls instead of blocking actors): to measure acting throughput.
     learner_log_every: the learner logs its metrics every this many steps.
+    checkpoint_every_steps: the learner checkpoints its network, optimizer,
+      step and version into `<logdir>/checkpoints` every this many steps
+      (None: by time only); a rerun with the same logdir resumes from the
+      latest.
+    checkpoint_every_minutes: ...and at least this often (None: by steps).
+    checkpoints_to_keep: how many of the latest checkpoints stay on disk.
+    max_bad_updates: a non-finite loss or gradient skips the update; after
+      this many in a row the learner rolls back to its latest checkpoint.
+    replay_checkpoint_minutes: the Reverb queue is checkpointed into
+      `<logdir>/replay` this often and when the program stops, and restored
+      on resume (None: never).
   """
   unroll_length: int = 20
   batch_size: int = 16
@@ -67,10 +78,16 @@ class Config:
   batched_env_kind: str = 'auto'
   train: bool = True
   learner_log_every: int = 100
+  checkpoint_every_steps: Optional[int] = 1000
+  checkpoint_every_minutes: Optional[float] = 2.0
+  checkpoints_to_keep: int = 3
+  max_bad_updates: int = 10
+  replay_checkpoint_minutes: Optional[float] = 5.0
 
   def __post_init__(self):
     positive = ('unroll_length', 'batch_size', 'variable_update_period',
-                'max_queue_size', 'lstm_size', 'learner_log_every')
+                'max_queue_size', 'lstm_size', 'learner_log_every',
+                'checkpoints_to_keep', 'max_bad_updates')
     for name in positive:
       value = getattr(self, name)
       if not isinstance(value, int) or value < 1:
@@ -91,6 +108,11 @@ class Config:
     for name in ('clip_rho_threshold', 'clip_pg_rho_threshold'):
       value = getattr(self, name)
       if value is not None and value <= 0:
+        raise ValueError(f'Config.{name} must be > 0 or None, got {value!r}.')
+    for name in ('checkpoint_every_steps', 'checkpoint_every_minutes',
+                 'replay_checkpoint_minutes'):
+      value = getattr(self, name)
+      if value is not None and not value > 0:
         raise ValueError(f'Config.{name} must be > 0 or None, got {value!r}.')
     self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
     if not self.hidden_sizes or min(self.hidden_sizes) < 1:

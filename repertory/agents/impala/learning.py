@@ -14,6 +14,7 @@ is FIRST (the batched environment reset there and ignored a_t), and those
 are masked out of the loss.
 """
 
+import contextlib
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -28,7 +29,9 @@ from repertory import core
 from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.agents.impala import networks as networks_lib
+from repertory.components import learners
 from repertory.components import losses
+from repertory.components import model_store
 from repertory.components import networks
 from repertory.components import variables
 
@@ -86,7 +89,9 @@ class VTraceLearner(core.Learner):
                table: str,
                counter: Any = None,
                logdir: Optional[str] = None,
-               seed: int = 0):
+               seed: int = 0,
+               checkpoint_dir: Optional[str] = None,
+               snapshot_dir: Optional[str] = None):
     """Builds the network, the optimizer and the dataset.
 
     Args:
@@ -98,6 +103,12 @@ class VTraceLearner(core.Learner):
       counter: optional `Counter` (or its handle) for learner counts.
       logdir: where the learner's metrics go.
       seed: seeds the network's initial weights.
+      checkpoint_dir: if set, the learner resumes from the latest checkpoint
+        there, checkpoints every `config.checkpoint_every_*`, rolls back
+        after `config.max_bad_updates` non-finite updates in a row, and
+        writes a final checkpoint when the program stops.
+      snapshot_dir: if set, a policy snapshot (SavedModel, greedy actions)
+        is exported there when `run()` ends.
     """
     tf.random.set_seed(seed)
     self._config = config
@@ -117,6 +128,25 @@ class VTraceLearner(core.Learner):
     self._last_log = time.time()
     self._pending = {'learner_steps': 0, 'policy_lag_sum': 0.0,
                      'policy_lag_items': 0, 'dropped_stale': 0}
+    self._observation_spec = observation_spec
+    self._snapshot_dir = snapshot_dir
+    self._nonfinite_updates = 0
+    self._guard = None
+    if checkpoint_dir is not None:
+      learners.create_optimizer_state(self._optimizer,
+                                      self._network.trainable_variables)
+      self._guard = learners.FaultTolerance(
+          model_store.ModelStore(
+              checkpoint_dir,
+              {'network': self._network, 'optimizer': self._optimizer},
+              max_to_keep=config.checkpoints_to_keep,
+              checkpoint_every_steps=config.checkpoint_every_steps,
+              checkpoint_every_minutes=config.checkpoint_every_minutes),
+          self._store, lambda: {networks_lib.POLICY: self._weights()},
+          max_bad_updates=config.max_bad_updates)
+      restored = self._guard.resume()
+      if restored is not None:
+        self._steps = restored.step
 
   # --- VariableSource -------------------------------------------------------
 
@@ -133,6 +163,33 @@ class VTraceLearner(core.Learner):
 
   def _weights(self) -> Dict[str, np.ndarray]:
     return networks.get_variables(self._network)
+
+  # --- checkpoints ----------------------------------------------------------
+
+  def rollback(self, version: Optional[int] = None,
+               tag: Optional[str] = None) -> int:
+    """Restores checkpoint `version` (or `tag`; default: the latest) and
+    republishes its weights as a new, higher version, which it returns."""
+    if self._guard is None:
+      raise ValueError('rollback() needs a learner built with checkpoint_dir.')
+    return self._guard.rollback(version=version, tag=tag)
+
+  def export_snapshot(self, path: str) -> str:
+    """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""
+    network = self._network
+    if self._recurrent:
+      def policy(observation, state):
+        output, state = network(observation, state)
+        return tf.argmax(output.logits, axis=-1, output_type=tf.int32), state
+      initial_state = network.initial_state
+    else:
+      def policy(observation):
+        return tf.argmax(network(observation).logits, axis=-1,
+                         output_type=tf.int32)
+      initial_state = None
+    return model_store.export_policy(path, policy, self._observation_spec,
+                                     owner=network,
+                                     initial_state=initial_state)
 
   # --- learning -------------------------------------------------------------
 
@@ -212,8 +269,11 @@ class VTraceLearner(core.Learner):
     gradients = tape.gradient(loss, params)
     gradients, gradient_norm = tf.clip_by_global_norm(gradients,
                                                       c.max_gradient_norm)
-    self._optimizer.apply(gradients, params)
+    # A non-finite loss or gradient leaves weights and Adam's state alone.
+    applied = learners.apply_if_finite(self._optimizer, gradients, params,
+                                       loss)
     return {
+        'learner/applied': applied,
         'losses/total': loss,
         'losses/policy': policy_loss,
         'losses/baseline': baseline_loss,
@@ -237,11 +297,22 @@ class VTraceLearner(core.Learner):
       keep = lag <= self._config.max_policy_lag
     num_kept = int(keep.sum())
     metrics = {}
-    if num_kept:
-      metrics = {k: float(v) for k, v in
-                 self._sgd_step(dict(data), tf.constant(keep)).items()}
-      self._store.publish({networks_lib.POLICY: self._weights()})
-    self._steps += 1
+    with self._guard.lock if self._guard else contextlib.nullcontext():
+      if num_kept:
+        outputs = self._sgd_step(dict(data), tf.constant(keep))
+        applied = bool(outputs.pop('learner/applied'))
+        metrics = {k: float(v) for k, v in outputs.items()}
+        if applied:
+          self._store.publish({networks_lib.POLICY: self._weights()})
+        else:
+          self._nonfinite_updates += 1
+          if self._guard is None:
+            logging.warning('Non-finite loss or gradient at step %d: update '
+                            'skipped.', self._steps + 1)
+      self._steps += 1
+      if num_kept and self._guard is not None:
+        self._guard.record_update(applied, self._steps)
+    metrics['learner/nonfinite_updates'] = self._nonfinite_updates
     metrics.update({
         'learner/steps': self._steps,
         'learner/version': self.version,
@@ -298,6 +369,12 @@ class VTraceLearner(core.Learner):
     finally:
       logging.info('Learner stopping after %d steps (version %d).',
                    self._steps, self.version)
+      if self._snapshot_dir is not None and stop.is_set():
+        try:
+          logging.info('Policy snapshot exported to %s.',
+                       self.export_snapshot(self._snapshot_dir))
+        except Exception:  # pylint: disable=broad-except
+          logging.exception('Exporting the policy snapshot failed.')
       try:
         self.flush_counts(wait=False)
       except Exception:  # pylint: disable=broad-except

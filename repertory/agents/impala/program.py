@@ -55,6 +55,12 @@ def make_tables(config: config_lib.Config, observation_spec: Any,
       rate_limiter=reverb.rate_limiters.MinSize(1), signature=signature)]
 
 
+def make_replay_checkpointer(directory: str) -> Any:
+  """A Reverb checkpointer writing into (and restoring from) `directory`."""
+  import reverb  # pylint: disable=g-import-not-at-top
+  return reverb.checkpointers.DefaultCheckpointer(directory)
+
+
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
@@ -64,16 +70,25 @@ def make_program(config: config_lib.Config,
       experiment.env)
   networks_lib.num_actions(action_spec)  # A continuous action fails here.
   program = launch.Program('impala')
+  checkpointing = {}
+  if config.replay_checkpoint_minutes is not None:
+    checkpointing = dict(
+        checkpoint_ctor=functools.partial(
+            make_replay_checkpointer, os.path.join(experiment.logdir,
+                                                   'replay')),
+        checkpoint_time_delta_minutes=config.replay_checkpoint_minutes)
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, observation_spec, action_spec)))
+        make_tables, config, observation_spec, action_spec), **checkpointing))
   counter = experiment_lib.add_counter(program)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.VTraceLearner, config, observation_spec, action_spec,
         replay, TABLE, counter=counter,
         logdir=os.path.join(experiment.logdir, 'learner'),
-        seed=experiment.seed))
+        seed=experiment.seed,
+        checkpoint_dir=os.path.join(experiment.logdir, 'checkpoints'),
+        snapshot_dir=os.path.join(experiment.logdir, 'snapshot')))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(acting.make_eval_actor, config, experiment.env),
