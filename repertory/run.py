@@ -7,6 +7,12 @@ r"""Trains any built-in agent on any environment, in any launch mode.
 `--config.<field>=<value>` overrides a field of the agent's `Config`; unknown
 agents, environments and fields are refused before anything starts. At the end
 `<logdir>/results.json` holds the run's figures.
+
+Rerunning the same command with the same `--logdir` resumes the run (the
+learner from its latest checkpoint, counters, replay and logs where they
+were); a rerun whose settings differ from `<logdir>/config.json` is refused
+with the differing fields named (only the fields in `RESUMABLE_CHANGES` may
+change).
 """
 
 import dataclasses
@@ -47,6 +53,41 @@ _LOGDIR = flags.DEFINE_string('logdir', '', 'Run directory (default: '
 _SEED = flags.DEFINE_integer('seed', 0, 'Base random seed.')
 
 CONFIG_PREFIX = '--config.'
+# Settings a resumed run may change: budgets, evaluation, where it runs.
+RESUMABLE_CHANGES = ('experiment.max_actor_steps',
+                     'experiment.stop_at_return', 'experiment.eval_episodes',
+                     'experiment.launch_type',
+                     'experiment.progress_every_seconds')
+
+
+def config_differences(old: Dict[str, Any], new: Dict[str, Any],
+                       prefix: str = '') -> List[str]:
+  """'field: old -> new' for each leaf that differs between two configs."""
+  differences = []
+  for key in sorted(set(old) | set(new)):
+    name = f'{prefix}{key}'
+    a, b = old.get(key, '<absent>'), new.get(key, '<absent>')
+    if isinstance(a, dict) and isinstance(b, dict):
+      differences += config_differences(a, b, prefix=f'{name}.')
+    elif a != b and name not in RESUMABLE_CHANGES:
+      differences.append(f'{name}: {a!r} -> {b!r}')
+  return differences
+
+
+def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
+  """True if `logdir` holds a run to resume; exits if its config differs."""
+  path = os.path.join(logdir, 'config.json')
+  if not os.path.exists(path):
+    return False
+  with open(path) as f:
+    old = json.load(f)
+  new = json.loads(json.dumps(saved, default=str))
+  differences = config_differences(old, new)
+  if differences:
+    sys.exit(f'repertory.run: error: {logdir} holds a run with a different '
+             'config; resume it with the same settings or choose another '
+             '--logdir. Differing fields: ' + '; '.join(differences))
+  return True
 
 
 def split_config_overrides(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -131,15 +172,19 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   config, experiment, program = build(config_overrides)
+  saved = {'agent': dataclasses.asdict(config),
+           'experiment': dataclasses.asdict(experiment)}
+  resuming = check_resume(experiment.logdir, saved)
   os.makedirs(experiment.logdir, exist_ok=True)
+  results_path = os.path.join(experiment.logdir, 'results.json')
+  if resuming and os.path.exists(results_path):  # Not this run's results.
+    os.replace(results_path, results_path + '.previous')
   with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
-    json.dump({'agent': dataclasses.asdict(config),
-               'experiment': dataclasses.asdict(experiment)}, f, indent=2,
-              default=str)
+    json.dump(saved, f, indent=2, default=str)
   print(f'repertory: {experiment.agent} on {experiment.env}, '
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
-        f'launch type {experiment.launch_type}; logs in {experiment.logdir}',
-        flush=True)
+        f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
+        + (' (resuming the run there)' if resuming else ''), flush=True)
 
   stop_tail = threading.Event()
   if experiment.launch_type in ('local_mp', 'ray'):
@@ -152,7 +197,6 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
                   logdir=os.path.join(experiment.logdir, 'nodes'))
   finally:
     stop_tail.set()
-  results_path = os.path.join(experiment.logdir, 'results.json')
   if not os.path.exists(results_path):
     logging.warning('The run ended without writing %s.', results_path)
     sys.exit(1)
