@@ -1,0 +1,132 @@
+"""Episode bookkeeping, evaluation episodes and the run monitor."""
+
+import functools
+import json
+import os
+
+import dm_env
+import numpy as np
+import pytest
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.components import counting
+from repertory.components import evaluation
+
+F, M, L = 0, 1, 2
+
+
+def test_episode_tracker_sums_rewards_per_environment():
+  tracker = evaluation.EpisodeTracker(2)
+  # (step types, rewards) of two environments; FIRST rewards are ignored.
+  stream = [([F, F], [9, 9]), ([M, M], [1, 2]), ([L, M], [1, 2]),
+            ([F, L], [9, 2]), ([M, F], [5, 9])]
+  for step_type, reward in stream:
+    tracker.observe(np.array(step_type), np.array(reward, np.float32))
+  returns, lengths = tracker.pop()
+  assert returns == [2.0, 6.0] and lengths == [2, 3]
+  assert tracker.pop() == ([], [])
+
+
+class FixedActor(core.Actor):
+  """Always takes the same action (a real, if simple, policy)."""
+
+  def __init__(self, action, variable_source=None):
+    self.action = action
+    self.updated = False
+    del variable_source
+
+  def select_action(self, observation):
+    return np.int32(self.action)
+
+  def observe_first(self, timestep):
+    pass
+
+  def observe(self, action, next_timestep):
+    pass
+
+  def update(self, wait=False):
+    self.updated = True
+
+
+def test_evaluate_plays_whole_episodes():
+  env = environments.make('catch', seed=0)
+  result = evaluation.evaluate(env, FixedActor(1), num_episodes=5)
+  assert len(result.returns) == 5
+  assert all(r in (-1.0, 1.0) for r in result.returns)
+  assert result.lengths == [9] * 5
+  summary = result.as_dict()
+  assert summary['eval_episodes'] == 5
+  with pytest.raises(ValueError, match='num_episodes must be >= 1'):
+    evaluation.evaluate(env, FixedActor(1), num_episodes=0)
+
+
+def _monitor(tmp_path, counter, **kwargs):
+  values = dict(counter=counter,
+                make_environment=functools.partial(environments.make, 'catch',
+                                                   seed=3),
+                make_eval_actor=functools.partial(FixedActor, 1),
+                variable_source=None, logdir=str(tmp_path),
+                max_actor_steps=100, eval_episodes=3,
+                metadata={'agent': 'test'}, progress_every_seconds=0.05)
+  values.update(kwargs)
+  return evaluation.RunMonitor(**values)
+
+
+def test_monitor_summary_and_results(tmp_path):
+  counter = counting.Counter()
+  monitor = _monitor(tmp_path, counter)
+  counter.increment(actor_steps=50, learner_steps=3, policy_lag_sum=6.0,
+                    policy_lag_items=4)
+  monitor.record_episodes(returns=[1.0, -1.0, 1.0], lengths=[9, 9, 9])
+  summary = monitor.summary()
+  assert summary['actor_steps'] == 50
+  assert summary['episodes'] == 3
+  assert summary['episode_return_mean'] == pytest.approx(1 / 3)
+  assert summary['policy_lag_mean'] == pytest.approx(1.5)
+  results = monitor.finish()
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    written = json.load(f)
+  assert written == json.loads(json.dumps(results))
+  assert written['agent'] == 'test' and written['eval_episodes'] == 3
+
+
+def test_monitor_stops_the_program_at_its_budget(tmp_path):
+  program = launch.Program('monitor_test')
+  with program.group('counter'):
+    counter = program.add_node(launch.CourierNode(counting.Counter))
+  with program.group('monitor'):
+    program.add_node(launch.CourierNode(
+        evaluation.RunMonitor, counter=counter,
+        make_environment=functools.partial(environments.make, 'catch', seed=3),
+        make_eval_actor=functools.partial(FixedActor, 1),
+        variable_source=None, logdir=str(tmp_path), max_actor_steps=100,
+        eval_episodes=2, progress_every_seconds=0.05))
+  with program.group('actor'):
+    program.add_node(launch.PyNode(_count_steps, counter))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=300)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['actor_steps'] >= 100
+  with open(os.path.join(tmp_path, 'progress.log')) as f:
+    assert 'actor_steps=' in f.read()
+
+
+def _count_steps(counter):
+  stop = launch.stop_event()
+  while not stop.wait(0.01):
+    counter.increment(actor_steps=10)
+
+
+def test_monitor_stops_early_at_the_return_threshold(tmp_path):
+  counter = counting.Counter()
+  monitor = _monitor(tmp_path, counter, max_actor_steps=10**9,
+                     stop_at_return=0.9)
+  monitor.record_episodes(returns=[1.0] * 99)
+  assert not monitor._done(monitor.summary())  # pylint: disable=protected-access
+  monitor.record_episodes(returns=[1.0])
+  assert monitor._done(monitor.summary())  # pylint: disable=protected-access
+  assert isinstance(dm_env.StepType.FIRST, dm_env.StepType)
