@@ -58,9 +58,9 @@ class Config:
       `<logdir>/replay` this often and when the program stops, and restored
       on resume (None: never).
   """
-  unroll_length: int = 20
-  batch_size: int = 16
-  learning_rate: float = 1e-3
+  unroll_length: int = 10
+  batch_size: int = 8
+  learning_rate: float = 3e-3
   adam_epsilon: float = 1e-7
   discount: float = 0.99
   entropy_cost: float = 0.01
@@ -72,7 +72,7 @@ class Config:
   hidden_sizes: Tuple[int, ...] = (64, 64)
   use_lstm: bool = False
   lstm_size: int = 64
-  variable_update_period: int = 20
+  variable_update_period: int = 10
   max_queue_size: int = 64
   max_policy_lag: Optional[int] = None
   batched_env_kind: str = 'auto'
