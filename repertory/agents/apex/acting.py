@@ -218,7 +218,7 @@ def batch_policy(network: Callable[[Any], Any], observation_spec: Any):
   signature = tf.nest.map_structure(
       lambda s: tf.TensorSpec((None,) + tuple(s.shape), tf.as_dtype(s.dtype)),
       observation_spec)
-  return tf.function(network, input_signature=[signature])
+  return tf.function(network, input_signature=[signature], autograph=False)
 
 
 def constant_priority(value: float, item) -> float:

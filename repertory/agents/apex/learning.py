@@ -115,6 +115,8 @@ class ApexLearner(core.Learner):
     self._copy_target()
     self._optimizer = snt.optimizers.Adam(config.learning_rate,
                                           epsilon=config.adam_epsilon)
+    # Create Adam's moments now, so that the step function traces once.
+    self._optimizer._initialize(self._online_vars)  # pylint: disable=protected-access
     self._client = replay_client
     self._table = table
     self._iterator = replay_dataset.StarvationLoggingIterator(
@@ -145,7 +147,9 @@ class ApexLearner(core.Learner):
     for target, online in zip(self._target_vars, self._online_vars):
       target.assign(online)
 
-  @tf.function
+  # No data-dependent Python control flow: autograph would only add
+  # (a lot of) tracing time.
+  @tf.function(autograph=False)
   def _sgd_step(self, sample):
     data, info = sample.data, sample.info
     weights = losses.importance_sampling_weights(

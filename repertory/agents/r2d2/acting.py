@@ -49,7 +49,8 @@ def recurrent_policy(network: Any, observation_spec: Any, state_size: int):
         oar, snt.LSTMState(hidden=state['hidden'], cell=state['cell']))
     return q_values, {'hidden': next_state.hidden, 'cell': next_state.cell}
 
-  return tf.function(step, input_signature=[obs_signature, state_signature])
+  return tf.function(step, input_signature=[obs_signature, state_signature],
+                     autograph=False)
 
 
 def _h(x: np.ndarray, eps: float) -> np.ndarray:

@@ -51,6 +51,8 @@ class R2D2Learner(core.Learner):
     self._copy_target()
     self._optimizer = snt.optimizers.Adam(config.learning_rate,
                                           epsilon=config.adam_epsilon)
+    # Create Adam's moments now, so that the step function traces once.
+    self._optimizer._initialize(self._online_vars)  # pylint: disable=protected-access
     if config.use_value_rescaling:
       self._transform = losses.signed_hyperbolic_transform(
           config.value_rescaling_eps)
@@ -93,7 +95,9 @@ class R2D2Learner(core.Learner):
       state = tf.nest.map_structure(tf.zeros_like, state)
     return state
 
-  @tf.function
+  # No data-dependent Python control flow: autograph would only add
+  # (a lot of) tracing time.
+  @tf.function(autograph=False)
   def _sgd_step(self, sample):
     config = self._config
     data, info = sample.data, sample.info
