@@ -70,10 +70,12 @@ class Policy(core.Actor):
 
   def __init__(self, config: Config, env: Any, variable_source: Any = None,
                greedy: bool = True, update_period: int = 1):
-    for set_threads in (tf.config.threading.set_intra_op_parallelism_threads,
-                        tf.config.threading.set_inter_op_parallelism_threads):
-      with contextlib.suppress(RuntimeError):  # TF already running (threads).
-        set_threads(1)  # Many nodes share few cores.
+    threading = tf.config.threading
+    for set_threads in (threading.set_intra_op_parallelism_threads,
+                        threading.set_inter_op_parallelism_threads):
+      if variable_source is not None:  # Acting: many actors share few cores.
+        with contextlib.suppress(RuntimeError):  # TF running already (threads).
+          set_threads(1)
     spec = env_specs(env)
     self.network = networks.PolicyValueNetwork(
         networks.MLPTorso(config.hidden_sizes, len(spec.observations.shape)),
@@ -82,9 +84,13 @@ class Policy(core.Actor):
                           spec.observations.dtype))  # Creates the variables.
     self.client = None if variable_source is None else variables.VariableClient(
         variable_source, POLICY, update_period=update_period)
-    self._act = tf.function(lambda o: (
-        tf.argmax(self.network(o).logits, -1, output_type=tf.int32) if greedy
-        else tf.random.categorical(self.network(o).logits, 1, tf.int32)[:, 0]))
+
+    def sample(observations):
+      logits = self.network(observations).logits
+      if greedy:  # A Python branch: autograph is not needed.
+        return tf.argmax(logits, -1, output_type=tf.int32)
+      return tf.random.categorical(logits, 1, tf.int32)[:, 0]
+    self._act = tf.function(sample, autograph=False)
 
   def act(self, observations: np.ndarray) -> np.ndarray:
     return self._act(observations).numpy()
@@ -161,7 +167,7 @@ class Learner(core.Learner):
         rate_limiter_timeout_ms=1000)
     self._iterator = iter(self._dataset)
     self._logger = loggers.make_logger('learner', logdir=logdir)
-    self._update = tf.function(self._sgd_step)
+    self._update = tf.function(self._sgd_step, autograph=False)
 
   def get_variables(self, names) -> core.VersionedVariables:
     return self._store.get_variables(names)
