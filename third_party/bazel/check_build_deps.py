@@ -10,13 +10,15 @@ reports:
 - unused edges: a dependency none of the target's sources imports;
 - layering: a component (`//repertory/components/...`) that depends on or
   imports an agent, an agent that imports a launch backend;
-- orphans: a package module in no `py_library`, a `*_test.py` file in no
-  `repertory_py_test`, a `conftest.py` a test needs but does not depend on;
+- orphans: a module of repertory/, examples/ or benchmarks/ in no
+  `py_library`, a `*_test.py` file in no `repertory_py_test`, a
+  `conftest.py` a test needs but does not depend on;
 - slow tests: a test file with `@pytest.mark.slow` tests and no `slow = True`
   target, or the reverse.
 
 A module named by a string that is exactly its dotted name
-(`'repertory.agents.impala'`, imported with importlib) counts as imported. A
+(`'repertory.agents.impala'`, imported with importlib) counts as imported, and
+so do the imports of code in a string (run by a subprocess). A
 dep no source imports but that is needed all the same is written
 `"//a/b",  # keep`. Parent packages need no edge (Bazel writes an empty
 `__init__.py` where a package's own is not in a test's runfiles).
@@ -24,7 +26,7 @@ dep no source imports but that is needed all the same is written
 Usage:
 
   python third_party/bazel/check_build_deps.py [--root DIR] [--suggest]
-      [--write_missing]
+      [--fix] [--write_missing]
 
 Exits 1 when it reports a problem. `--suggest` also prints, for each target
 with a missing or unused edge, the `deps` it should have; `--write_missing`
@@ -46,7 +48,10 @@ import textwrap
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 # Top-level folders whose modules are first-party Bazel targets.
-FIRST_PARTY = ('repertory', 'tests', 'benchmarks', 'third_party')
+FIRST_PARTY = ('repertory', 'tests', 'examples', 'benchmarks',
+               'third_party')
+# Folders whose every module is in a py_library (one per folder).
+LIBRARY_FOLDERS = ('repertory', 'examples', 'benchmarks')
 PY_RULES = ('py_library', 'py_binary', 'py_test', 'repertory_py_test')
 COMPONENTS = '//repertory/components/'
 AGENTS = '//repertory/agents/'
@@ -58,7 +63,7 @@ LAYERING = (
      "an agent uses only repertory.launch's public API, never a backend"),
 )
 ROOT = ['.']  # the workspace root main() was given
-KEEP = re.compile(r'"([^"]+)",?\s*#\s*keep\b')
+KEEP = re.compile(r'"([^"]+)"\]?,?\s*#\s*keep\b')
 MODULE_NAME = re.compile(r'(%s)(\.[A-Za-z_][A-Za-z0-9_]*)+' % '|'.join(FIRST_PARTY))
 
 
@@ -206,17 +211,37 @@ def module_file(root: str, module: str) -> Optional[str]:
 
 
 def imported_modules(root: str, path: str) -> Set[str]:
-  """First-party modules a source file imports (anywhere in the file)."""
+  """First-party modules a source file imports (anywhere in the file).
+
+  Also counts code in string constants (`subprocess.run([sys.executable,
+  '-c', code])`, scripts written for a subprocess) and modules named by a
+  string that is exactly their dotted name.
+  """
   with open(os.path.join(root, path)) as f:
     tree = ast.parse(f.read(), path)
   package = os.path.dirname(path).replace('/', '.')
-  package_parts = package.split('.') if package else []
+  # third_party/bazel's own tests hold BUILD and Python files as fixtures.
+  strings = not path.startswith('third_party/')
+  return _imports(root, tree, package.split('.') if package else [], strings)
+
+
+def _imports(root: str, tree: ast.AST, package_parts: List[str],
+             strings: bool = True) -> Set[str]:
   modules = set()
   for node in ast.walk(tree):
-    if (isinstance(node, ast.Constant) and isinstance(node.value, str) and
-        MODULE_NAME.fullmatch(node.value) and module_file(root, node.value)):
-      # A module imported by name (importlib.import_module(AGENTS[name])).
-      modules.add(node.value)
+    if not strings and isinstance(node, ast.Constant):
+      continue
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+      text = node.value
+      if MODULE_NAME.fullmatch(text) and module_file(root, text):
+        # A module imported by name (importlib.import_module(AGENTS[name])).
+        modules.add(text)
+      elif 'import' in text and any(p in text for p in FIRST_PARTY):
+        try:  # Python code run by a subprocess.
+          code = ast.parse(textwrap.dedent(text))
+        except SyntaxError:
+          continue
+        modules |= _imports(root, code, [])
     elif isinstance(node, ast.Import):
       for alias in node.names:
         modules.add(alias.name)
@@ -363,9 +388,9 @@ def check(root: str, targets: List[Target], suggest: bool = False
         problems.append(f'{t.label}: a component must not depend on an '
                         f'agent ({dep})')
     if suggest and (missing or unused):
-      deps = ',\n        '.join(f'"{d}"' for d in sorted(needed | (declared & t.keep)))
-      problems.append(f'  suggested for {t.label}:\n    deps = [\n        '
-                      f'{deps},\n    ],')
+      lines = deps_lines(t.package, needed, declared & t.keep) or [
+          '    deps = [],']
+      problems.append(f'  suggested for {t.label}:\n' + '\n'.join(lines))
     if t.kind == 'repertory_py_test' and t.srcs:
       has_fast, has_slow = slow_marks(root, t.srcs[0])
       fast, slow = t.attrs.get('fast', True), t.attrs.get('slow', False)
@@ -380,7 +405,7 @@ def check(root: str, targets: List[Target], suggest: bool = False
                         f'{"has" if has_fast else "has no"} tests not marked '
                         'slow')
 
-  for top in ('repertory', 'tests'):
+  for top in LIBRARY_FOLDERS + ('tests',):
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
       dirnames[:] = [d for d in dirnames if d != '__pycache__']
       for f in sorted(filenames):
@@ -392,7 +417,7 @@ def check(root: str, targets: List[Target], suggest: bool = False
             problems.append(f'{path}: no repertory_py_test runs it')
         elif path not in owner and not (f == '__init__.py' and
                                         is_trivial_init(root, path)):
-          if top == 'repertory' or f == 'conftest.py':
+          if top != 'tests' or f == 'conftest.py':
             problems.append(f'{path}: in no py_library')
   return problems, all_needed
 
@@ -407,11 +432,11 @@ def plan_missing(root: str, targets: List[Target]) -> List[Target]:
   packages = {t.package for t in targets} | set(find_build_files(root))
   covered = {src for t in targets for src in t.srcs}
   planned = []
-  for top in ('repertory', 'tests'):
+  for top in LIBRARY_FOLDERS + ('tests',):
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
       dirnames[:] = sorted(d for d in dirnames if d != '__pycache__')
       package = os.path.relpath(dirpath, root)
-      if package in packages and top == 'repertory':
+      if package in packages and top != 'tests':
         continue
       py = sorted(f for f in filenames if f.endswith('.py'))
       paths = [os.path.join(package, f) for f in py]
@@ -421,7 +446,7 @@ def plan_missing(root: str, targets: List[Target]) -> List[Target]:
       if not [p for p in paths if not (p.endswith('/__init__.py') and
                                        is_trivial_init(root, p))]:
         continue
-      if top == 'repertory':
+      if top != 'tests':
         planned.append(Target(package, 'py_library',
                               os.path.basename(package), paths, [], {}))
         continue
@@ -513,7 +538,7 @@ def render_build(package: str, targets: List[Target],
                     for t in targets):
     lines += ['package(default_visibility = ["//visibility:public"])', '']
   for t in targets:
-    if t.kind == 'py_library' and package.startswith('repertory'):
+    if t.kind == 'py_library' and not package.startswith('tests'):
       lines += ['py_library(', f'    name = "{t.name}",',
                 '    srcs = glob(["*.py"]),', '    srcs_version = "PY3",']
     elif t.kind == 'py_library':
@@ -560,7 +585,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                       'or unused edge to match its imports')
   parser.add_argument('--write_missing', action='store_true',
                       help='write a BUILD file, for review, into each folder '
-                      'of repertory/ and tests/ with Python files and none')
+                      'of repertory/, examples/, benchmarks/ and tests/ with '
+                      'Python files and none')
   args = parser.parse_args(argv)
   ROOT[0] = args.root
   targets = load_targets(args.root)

@@ -203,3 +203,28 @@ def test_write_missing_and_fix_make_the_workspace_match(tmp_path):
     assert '"//repertory/launch"' in f.read()
   with open(os.path.join(root, 'repertory/components/losses/BUILD')) as f:
     assert 'deps = ["//repertory:core"],' in f.read()
+
+
+def test_code_run_in_a_subprocess_is_checked_too(tmp_path):
+  root = _workspace(tmp_path, **{
+      'tests/launch/import_test.py': """
+          import subprocess
+          import sys
+
+          def test_import():
+            code = '''
+                import sys
+                from repertory.components import losses
+            '''
+            subprocess.run([sys.executable, '-c', code], check=True)
+          """,
+      'tests/launch/BUILD': _TEST_MACRO + textwrap.dedent('''
+          repertory_py_test(
+              name = "import_test",
+          )
+          '''),
+  })
+  assert _problems(root) == [
+      '//tests/launch:import_test: missing dep '
+      '//repertory/components/losses:losses (its sources import it)'
+  ]

@@ -47,7 +47,10 @@ def repertory_py_test(
     common = dict(
         srcs = srcs + [_RUNNER],
         main = _RUNNER,
-        data = data + ["//third_party/bazel:pytest.ini"],
+        data = data + [
+            "//third_party/bazel:pytest.ini",
+            "//third_party/bazel:strict_imports/sitecustomize.py",
+        ],
         deps = deps,
         python_version = "PY3",
         srcs_version = "PY3",
