@@ -31,6 +31,8 @@ _EVERY = flags.DEFINE_float('every', 30.0, 'Seconds between samples.')
 _OUT = flags.DEFINE_string('out', '/tmp/repertory_soak/rss.csv', 'CSV path.')
 _WARMUP = flags.DEFINE_float('warmup_minutes', 5.0,
                              'Samples before this are left out of the slope.')
+_START_ATTEMPTS = flags.DEFINE_integer('start_attempts', 5,
+                                      'Tries to start the run.')
 _NICE = flags.DEFINE_integer(
     'nice', 19, 'Niceness given to every process of the run once it has '
     'started (Ray start-up times out after 30 s if starved, so the run '
@@ -83,6 +85,18 @@ def _sample(root: psutil.Process, nice: int = None) -> Dict[str, float]:
   return result
 
 
+def _started(logdir: str, proc: subprocess.Popen, timeout: float) -> bool:
+  """Waits until the run's node logs appear; False if it exited first."""
+  end = time.monotonic() + timeout
+  while time.monotonic() < end:
+    if proc.poll() is not None:
+      return False
+    if os.path.isdir(os.path.join(logdir, 'nodes')):
+      return True
+    time.sleep(1.0)
+  return False
+
+
 def _slope(points: List[Tuple[float, float]]) -> float:
   """Least-squares slope (y per x) of points."""
   n = len(points)
@@ -123,8 +137,20 @@ def main(argv):
              '--max_actor_steps=1000000000000', '--stop_at_return=never',
              f'--logdir={logdir}'] + run_args
   print('soak:', ' '.join(command), flush=True)
-  with open(os.path.join(os.path.dirname(out) or '.', 'run.out'), 'w') as log:
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+  for attempt in range(_START_ATTEMPTS.value):
+    with open(os.path.join(os.path.dirname(out) or '.', 'run.out'), 'w') as log:
+      proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # On a loaded machine Ray's start-up can time out (30 s, fixed): retry.
+    if not _started(logdir, proc, timeout=300):
+      print(f'attempt {attempt + 1}: the run did not start (exit code '
+            f'{proc.poll()}); retrying', flush=True)
+      if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+      continue
+    break
+  else:
+    sys.exit('The run did not start; see run.out.')
   root = psutil.Process(proc.pid)
   start = time.monotonic()
   end = start + 60 * _MINUTES.value

@@ -298,6 +298,8 @@ class VTraceLearner(core.Learner):
     num_kept = int(keep.sum())
     metrics = {}
     with self._guard.lock if self._guard else contextlib.nullcontext():
+      if self._guard is not None and self._guard.stopped:
+        return None  # The final checkpoint is written: no update after it.
       if num_kept:
         outputs = self._sgd_step(dict(data), tf.constant(keep))
         applied = bool(outputs.pop('learner/applied'))

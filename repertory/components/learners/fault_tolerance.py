@@ -107,6 +107,12 @@ class FaultTolerance:
   def version(self) -> int:
     return self._variable_store.version
 
+  @property
+  def stopped(self) -> bool:
+    """True once the final checkpoint is written: make no more updates
+    (check it under `lock`, so that none is lost after that checkpoint)."""
+    return self._stopped
+
   def resume(self) -> Optional[store_lib.Restored]:
     """Restores the latest checkpoint, if any; else checkpoints the start.
 

@@ -153,6 +153,7 @@ def test_final_checkpoint_from_the_stop_handler(tmp_path):
   launched.stop(timeout=30)
   store = model_store.ModelStore(str(tmp_path), {})
   assert store.versions() == [0, 3]
+  assert holder['learner'].guard.stopped  # Learners make no update after.
 
 
 def test_bad_max_bad_updates_is_refused(tmp_path):

@@ -1,0 +1,80 @@
+"""kill -9 an actor's process in a running local_mp IMPALA program: it is
+restarted, writes again, and the learner keeps stepping on whole unrolls."""
+
+import os
+import signal
+import time
+from typing import List
+
+import psutil
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents import impala
+
+
+def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
+  """Processes whose stdout is `<nodes_logdir>/<unit>.log` (any unit if '')."""
+  pids = []
+  for process in psutil.process_iter():
+    try:
+      target = os.readlink(f'/proc/{process.pid}/fd/1')
+    except OSError:
+      continue
+    if os.path.dirname(target) != nodes_logdir:
+      continue
+    if not unit or os.path.basename(target) == f'{unit}.log':
+      pids.append(process.pid)
+  return pids
+
+
+def wait_for(predicate, what: str, timeout: float, period: float = 0.5):
+  """Polls `predicate` until it returns something true; returns that."""
+  deadline = time.monotonic() + timeout
+  while True:
+    value = predicate()
+    if value:
+      return value
+    assert time.monotonic() < deadline, f'waited {timeout:.0f} s for {what}'
+    time.sleep(period)
+
+
+def _inserts(replay) -> int:
+  return replay.server_info()['queue'].rate_limiter_info.insert_stats.completed
+
+
+@pytest.mark.slow
+def test_killed_actor_is_restarted_and_the_learner_steps_on(tmp_path):
+  config = impala.Config(unroll_length=10, batch_size=4, max_queue_size=16,
+                         hidden_sizes=(32,), replay_checkpoint_minutes=None,
+                         checkpoint_every_minutes=None)
+  experiment = experiment_lib.ExperimentConfig(
+      num_actors=2, envs_per_actor=4, max_actor_steps=10**12,
+      logdir=str(tmp_path), launch_type='local_mp')
+  program = impala.make_program(config, experiment)
+  nodes = str(tmp_path / 'nodes')
+  launched = launch.launch(program, launch_type='local_mp', logdir=nodes,
+                           block=False, max_restarts={'actor': 2})
+  try:
+    counter = program.groups['counter'][0].create_handle().dereference()
+    replay = program.groups['replay'][0].create_handle().dereference()
+    steps = lambda: counter.get_counts().get('learner_steps', 0)
+    wait_for(lambda: steps() >= 3, 'the learner to step', 300)
+    (pid,) = node_pids(nodes, 'actor_0')
+    os.kill(pid, signal.SIGKILL)
+
+    new = wait_for(
+        lambda: [p for p in node_pids(nodes, 'actor_0')
+                 if p != pid], 'actor_0 to be restarted', 240)
+    assert len(new) == 1
+    inserts, learner_steps = _inserts(replay), steps()
+    wait_for(lambda: _inserts(replay) >= inserts + 8,
+                       'unrolls after the restart', 240)
+    wait_for(lambda: steps() >= learner_steps + 5,
+                       'the learner to step on', 240)
+    assert launched.is_running()
+    assert launched.error is None  # No node failed: no malformed unroll.
+  finally:
+    launched.stop(timeout=180)  # Re-raises a node's failure.
+  assert not node_pids(nodes), 'node processes left running'
