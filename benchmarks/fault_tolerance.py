@@ -121,14 +121,12 @@ def actor_restart(workdir: str) -> None:
 
 
 def _latest_checkpoint(logdir: str) -> Optional[tuple]:
-  from repertory.components import model_store  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = tf.train.latest_checkpoint(os.path.join(logdir, 'checkpoints',
                                                  'latest'))
   if path is None:
     return None
   reader = tf.train.load_checkpoint(path)
-  del model_store
   return (int(reader.get_tensor('version/.ATTRIBUTES/VARIABLE_VALUE')),
           int(reader.get_tensor('step/.ATTRIBUTES/VARIABLE_VALUE')))
 
