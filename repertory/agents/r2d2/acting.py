@@ -107,7 +107,10 @@ class R2D2Actor(core.Worker):
   """Steps `envs_per_actor` environments with one recurrent policy call.
 
   Each environment has its own `SequenceAdder`; the adder stores the LSTM
-  state the policy used at the first step of every sequence.
+  state the policy used at the first step of every sequence. Sequences run
+  on across episode boundaries (`EndBehavior.CONTINUE`; the learner zeroes
+  the state at FIRST steps), so that traces start at every phase of an
+  episode.
   """
 
   def __init__(self,
@@ -147,7 +150,7 @@ class R2D2Actor(core.Worker):
         adders.SequenceAdder(
             replay_client, table, sequence_length=config.sequence_length,
             period=config.sequence_period,
-            end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
+            end_of_episode_behavior=adders.EndBehavior.CONTINUE,
             actor_id=actor_id, priority_fn=priority_fn,
             max_in_flight_items=config.max_in_flight_items)
         for _ in self._envs]

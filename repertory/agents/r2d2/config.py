@@ -66,8 +66,8 @@ class Config:
   lstm_size: int = 64
   head_sizes: Tuple[int, ...] = (64,)
   burn_in: int = 4
-  trace_length: int = 10
-  sequence_period: int = 5
+  trace_length: int = 14
+  sequence_period: int = 7
   use_burn_in: bool = True
   use_stored_state: bool = True
   n_step: int = 5

@@ -22,6 +22,7 @@ from repertory.components.networks import variables as network_variables
 from repertory.components.replay import dataset as replay_dataset
 
 COUNT_EVERY_STEPS = apex_learning.COUNT_EVERY_STEPS
+_FIRST = int(dm_env.StepType.FIRST)
 _LAST = int(dm_env.StepType.LAST)
 
 
@@ -106,20 +107,23 @@ class R2D2Learner(core.Learner):
     action = _time_major(data['action'])[burn_in:]  # [T+1, B]
     reward = _time_major(data['reward'])[burn_in:]
     discount = _time_major(data['discount'])[burn_in:] * config.discount
-    valid = tf.cast(
-        tf.not_equal(_time_major(data['step_type'])[burn_in:-1], _LAST),
-        tf.float32)  # [T, B]: x_s is a real, non-final step.
+    step_type = _time_major(data['step_type'])  # [L, B]
+    # Sequences run on across episodes: the state is zeroed at each FIRST
+    # step, and the final step of an episode (LAST, no action) is no x_s.
+    reset = tf.equal(step_type, _FIRST)
+    valid = tf.cast(tf.not_equal(step_type[burn_in:-1], _LAST),
+                    tf.float32)  # [T, B]
     state = self._start_state(data)
     weights = losses.importance_sampling_weights(
         info.probability, info.table_size,
         config.importance_sampling_exponent)  # [B]
     # The target network: burn-in and trace, no gradient at all.
     target_q, _ = networks_lib.burn_in_unroll(
-        self._target.unroll, oar, state, burn_in)  # [T+1, B, A]
+        self._target.unroll, oar, state, burn_in, reset)  # [T+1, B, A]
     with tf.GradientTape() as tape:
       # Burn-in without gradient, then the trace with gradient.
       online_q, _ = networks_lib.burn_in_unroll(
-          self._online.unroll, oar, state, burn_in)  # [T+1, B, A]
+          self._online.unroll, oar, state, burn_in, reset)  # [T+1, B, A]
       td = losses.transformed_n_step_double_q_learning(
           q_tm1=online_q[:-1], a_tm1=action[:-1], r_t=reward[:-1],
           discount_t=discount[:-1], target_q_t=target_q[1:],

@@ -38,7 +38,7 @@ def make_tables(config: config_lib.Config, env: str):
       core_state_spec={
           'hidden': np.zeros((config.lstm_size,), np.float32),
           'cell': np.zeros((config.lstm_size,), np.float32)},
-      end_of_episode_behavior=adders.EndBehavior.ZERO_PAD)
+      end_of_episode_behavior=adders.EndBehavior.CONTINUE)
   return [tables.prioritized_replay_table(
       TABLE,
       max_size=config.replay_size,

@@ -69,7 +69,8 @@ def _random_item(config, num_actions=3, seed=0, last_at=None):
 
 @pytest.mark.parametrize('last_at', [None, 5])
 def test_actor_priority_matches_the_learner_loss(last_at):
-  config = r2d2.Config(burn_in=2, trace_length=6, n_step=3, discount=0.97)
+  config = r2d2.Config(burn_in=2, trace_length=6, sequence_period=3, n_step=3,
+                       discount=0.97)
   item = _random_item(config, last_at=last_at)
   b = config.burn_in
   q = tf.constant(item['extras']['q_values'][b:, None])  # [T+1, 1, A]
@@ -96,7 +97,7 @@ def test_stored_state_is_the_state_the_actor_had(tmp_path):
   """Replaying an item's observations from its stored state reproduces the
   Q-values the actor computed at every step (same weights)."""
   config = r2d2.Config(**TINY)
-  env = 'gym:CartPole-v1'  # Long episodes: most sequences start mid-episode.
+  env = 'catch'  # Short episodes: sequences cross episode boundaries.
   experiment = _experiment(tmp_path, env=env, num_actors=1)
   spec = program_lib.environment_spec(env)
   network = networks.make_network(spec, config)
@@ -120,11 +121,13 @@ def test_stored_state_is_the_state_the_actor_had(tmp_path):
     nonzero_states = 0
     for sample in samples:
       data = tf.nest.pack_sequence_as(info.signature, sample.data)
-      state = snt.LSTMState(hidden=data['core_state']['hidden'][None],
-                            cell=data['core_state']['cell'][None])
+      state = snt.LSTMState(
+          hidden=tf.constant(data['core_state']['hidden'][None]),
+          cell=tf.constant(data['core_state']['cell'][None]))
       nonzero_states += int(np.any(data['core_state']['hidden'] != 0))
       oar = tf.nest.map_structure(lambda x: x[:, None], data['observation'])
-      q_values, _ = network.unroll(oar, state)
+      reset = tf.constant(data['step_type'][:, None] == 0)
+      q_values, _ = network.unroll(oar, state, reset)
       valid = data['step_type'] != 2  # Steps the actor chose an action on.
       np.testing.assert_allclose(q_values.numpy()[:, 0][valid],
                                  data['extras']['q_values'][valid],
