@@ -58,7 +58,8 @@ class Config:
 
 
 def env_specs(env: Any) -> adders.EnvironmentSpec:
-  with environments.make(env, seed=0) as one:  # A spec string or a factory.
+  """The specs of one environment of `env` (a spec string or a factory)."""
+  with environments.make(env, seed=0) as one:
     return adders.EnvironmentSpec(one.observation_spec(), one.action_spec(),
                                   None, None)
 
@@ -70,10 +71,9 @@ class Policy(core.Actor):
 
   def __init__(self, config: Config, env: Any, variable_source: Any = None,
                greedy: bool = True, update_period: int = 1):
-    threading = tf.config.threading
-    for set_threads in (threading.set_intra_op_parallelism_threads,
-                        threading.set_inter_op_parallelism_threads):
-      if variable_source is not None:  # Acting: many actors share few cores.
+    if variable_source is not None:  # Acting: many actors share few cores.
+      for set_threads in (tf.config.threading.set_intra_op_parallelism_threads,
+                          tf.config.threading.set_inter_op_parallelism_threads):
         with contextlib.suppress(RuntimeError):  # TF running already (threads).
           set_threads(1)
     spec = env_specs(env)
