@@ -256,7 +256,7 @@ def make_program(config: Config, experiment: experiment_lib.ExperimentConfig
 if __name__ == '__main__':
   # The built-in agents' flags and entry point (--env, --num_actors, ...,
   # --config.<field>=...): repertory.run runs this module as agent 'a2c'.
-  from absl import flags  # pylint: disable=g-import-not-at-top,g-bad-import-order
+  from absl import flags  # pylint: disable=g-import-not-at-top
   from repertory import agents, run  # pylint: disable=g-import-not-at-top
   agents.AGENTS['a2c'] = __name__  # importlib finds this very module.
   flags.FLAGS.set_default('agent', 'a2c')

@@ -120,7 +120,7 @@ def main(argv, config_overrides) -> None:
 
 
 if __name__ == '__main__':
-  import sys  # pylint: disable=g-import-not-at-top,g-bad-import-order
+  import sys  # pylint: disable=g-import-not-at-top
   from absl import app  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from repertory import run  # pylint: disable=g-import-not-at-top
