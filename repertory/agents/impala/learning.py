@@ -108,7 +108,8 @@ class VTraceLearner(core.Learner):
         after `config.max_bad_updates` non-finite updates in a row, and
         writes a final checkpoint when the program stops.
       snapshot_dir: if set, a policy snapshot (SavedModel, greedy actions)
-        is exported there when `run()` ends.
+        is exported there when the program stops (after the final
+        checkpoint, within the termination notice).
     """
     tf.random.set_seed(seed)
     self._config = config
@@ -147,6 +148,9 @@ class VTraceLearner(core.Learner):
       restored = self._guard.resume()
       if restored is not None:
         self._steps = restored.step
+    if snapshot_dir is not None and launch.get_launch_type() is not None:
+      # After the guard's final checkpoint (stop handlers run in order).
+      launch.register_stop_handler(self._final_snapshot)
 
   # --- VariableSource -------------------------------------------------------
 
@@ -173,6 +177,14 @@ class VTraceLearner(core.Learner):
     if self._guard is None:
       raise ValueError('rollback() needs a learner built with checkpoint_dir.')
     return self._guard.rollback(version=version, tag=tag)
+
+  def _final_snapshot(self) -> None:
+    with self._guard.lock if self._guard else contextlib.nullcontext():
+      try:
+        logging.info('Policy snapshot exported to %s.',
+                     self.export_snapshot(self._snapshot_dir))
+      except Exception:  # pylint: disable=broad-except
+        logging.exception('Exporting the policy snapshot failed.')
 
   def export_snapshot(self, path: str) -> str:
     """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""
@@ -371,12 +383,6 @@ class VTraceLearner(core.Learner):
     finally:
       logging.info('Learner stopping after %d steps (version %d).',
                    self._steps, self.version)
-      if self._snapshot_dir is not None and stop.is_set():
-        try:
-          logging.info('Policy snapshot exported to %s.',
-                       self.export_snapshot(self._snapshot_dir))
-        except Exception:  # pylint: disable=broad-except
-          logging.exception('Exporting the policy snapshot failed.')
       try:
         self.flush_counts(wait=False)
       except Exception:  # pylint: disable=broad-except
