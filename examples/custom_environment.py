@@ -4,7 +4,7 @@ of your own, trained by any built-in agent.
   python examples/custom_environment.py --agent=impala --env=corridor \
       --lp_launch_type=local_mt
   python examples/custom_environment.py --agent=ppo --env=match_sign \
-      --lp_launch_type=local_mt --stop_at_return=9
+      --lp_launch_type=local_mt --stop_at_return=8.5
 
 `repertory.environments.make` takes a spec string, a factory (a callable
 returning a dm_env or gymnasium environment, given `seed=` if it takes one)
@@ -14,6 +14,8 @@ new environment is a name registered in this process with
 `environments.register` (below). Registrations live in the process that made
 them: use the one-process launch types (test_mt, local_mt) for registered
 names; under local_mp / ray each node process would need the registration too.
+(A factory as `ExperimentConfig.env` would reach every node, in every launch
+type, but the run monitor cannot yet write a function into results.json.)
 """
 
 from typing import Optional
