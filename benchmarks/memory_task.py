@@ -2,7 +2,7 @@ r"""R2D2 against Ape-X on bsuite's memory task, and the effect of burn-in and
 the stored state: learning curves (PNG) and a results table.
 
   python benchmarks/memory_task.py --env=bsuite:memory_len/9 \
-      --max_actor_steps=60000 --variants=r2d2,r2d2_no_burn_in,apex
+      --max_actor_steps=40000 --variants=r2d2,r2d2_no_burn_in,apex
 
 Each variant is one `python -m repertory.run` (local_mp), run one after the
 other; `--variants` picks among:
@@ -36,7 +36,7 @@ VARIANTS = {
 _ENV = flags.DEFINE_string('env', 'bsuite:memory_len/9', 'The memory task.')
 _VARIANTS = flags.DEFINE_list('variants', ['r2d2', 'r2d2_no_burn_in', 'apex'],
                               f'Among {sorted(VARIANTS)}.')
-_MAX_ACTOR_STEPS = flags.DEFINE_integer('max_actor_steps', 60_000,
+_MAX_ACTOR_STEPS = flags.DEFINE_integer('max_actor_steps', 40_000,
                                         'Actor-step budget of each run.')
 _NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actors per run.')
 _ENVS_PER_ACTOR = flags.DEFINE_integer('envs_per_actor', 8,

@@ -78,7 +78,7 @@ class Config:
   learning_rate: float = 1e-3
   adam_epsilon: float = 1e-3
   max_gradient_norm: float = 40.0
-  target_update_period: int = 200
+  target_update_period: int = 100
   priority_exponent: float = 0.9
   importance_sampling_exponent: float = 0.6
   priority_eta: float = 0.9
@@ -86,7 +86,7 @@ class Config:
   constant_priority: float = 1.0
   replay_size: int = 20_000
   min_replay_size: int = 200
-  samples_per_insert: float = 2.0
+  samples_per_insert: float = 8.0
   samples_per_insert_tolerance: float = 0.5
   epsilon: float = 0.4
   epsilon_alpha: float = 7.0
