@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import os
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from repertory import core
 from repertory import launch
@@ -31,7 +31,10 @@ class ExperimentConfig:
 
   Attributes:
     agent: the agent's name (recorded in results.json).
-    env: an environment spec for `repertory.environments.make`.
+    env: what `repertory.environments.make` takes: a spec string, or a
+      module-level factory returning a `dm_env.Environment` or a
+      `gymnasium.Env` (pickled to every node, so it works in every launch
+      type).
     num_actors: actor nodes.
     envs_per_actor: environments each actor steps per policy call.
     max_actor_steps: the run stops once actors took this many steps.
@@ -44,7 +47,7 @@ class ExperimentConfig:
     progress_every_seconds: period of the live progress line.
   """
   agent: str = 'impala'
-  env: str = 'catch'
+  env: Union[str, Callable[..., Any]] = 'catch'
   num_actors: int = 2
   envs_per_actor: int = 8
   max_actor_steps: int = 1_000_000
@@ -73,6 +76,13 @@ class ExperimentConfig:
     return self.seed * 1_000_003 + 999_983
 
 
+def env_name(env: Union[str, Callable[..., Any]]) -> str:
+  """A printable name of an environment spec or factory (for results.json)."""
+  if isinstance(env, str):
+    return env
+  return getattr(env, '__qualname__', None) or repr(env)
+
+
 def add_counter(program: launch.Program) -> Any:
   """Adds the shared step counter; returns its handle."""
   with program.group('counter'):
@@ -91,7 +101,7 @@ def add_monitor(program: launch.Program,
       environments.make, experiment.env, seed=experiment.eval_seed)
   metadata = {
       'agent': experiment.agent,
-      'env': experiment.env,
+      'env': env_name(experiment.env),
       'launch_type': experiment.launch_type,
       'num_actors': experiment.num_actors,
       'envs_per_actor': experiment.envs_per_actor,

@@ -5,7 +5,7 @@ only need the settings (e.g. SEED's environment-only actors) stay light.
 """
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
 
@@ -135,8 +135,9 @@ class Config:
     return self.unroll_length + 1
 
 
-def batched_env_kind(config_kind: str, env_spec: str) -> str:
+def batched_env_kind(config_kind: str, env_spec: Any) -> str:
   """Resolves 'auto' to the batched environment kind for `env_spec`."""
   if config_kind != 'auto':
     return config_kind
-  return 'envpool' if env_spec.startswith('envpool:') else 'serial'
+  is_envpool = isinstance(env_spec, str) and env_spec.startswith('envpool:')
+  return 'envpool' if is_envpool else 'serial'

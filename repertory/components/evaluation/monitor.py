@@ -157,8 +157,9 @@ class RunMonitor:
     results.update(evaluation.as_dict('eval'))
     results['wall_seconds'] = time.time() - self._start
     path = os.path.join(self._logdir, 'results.json')
+    text = json.dumps(_jsonable(results), indent=2, sort_keys=True)
     with open(path + '.tmp', 'w') as f:
-      json.dump(_jsonable(results), f, indent=2, sort_keys=True)
+      f.write(text)
     os.replace(path + '.tmp', path)  # Never a half-written results file.
     self._log_line(f'results: eval_return_mean={results["eval_return_mean"]:.3f}'
                    f' over {results["eval_episodes"]} episodes; wrote {path}')
