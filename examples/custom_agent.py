@@ -258,6 +258,6 @@ if __name__ == '__main__':
   # --config.<field>=...): repertory.run runs this module as agent 'a2c'.
   from absl import flags  # pylint: disable=g-import-not-at-top
   from repertory import agents, run  # pylint: disable=g-import-not-at-top
-  agents.AGENTS['a2c'] = __name__  # importlib finds this very module.
+  agents.register('a2c', __name__)  # importlib finds this very module.
   flags.FLAGS.set_default('agent', 'a2c')
   run.run()

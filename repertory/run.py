@@ -194,7 +194,8 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
     ).start()
   try:
     launch.launch(program, launch_type=experiment.launch_type,
-                  logdir=os.path.join(experiment.logdir, 'nodes'))
+                  logdir=os.path.join(experiment.logdir, 'nodes'),
+                  block=True)  # test_mt too: the results come at the end.
   finally:
     stop_tail.set()
   if not os.path.exists(results_path):

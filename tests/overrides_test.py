@@ -50,3 +50,16 @@ def test_bad_values_are_refused(field, text):
 def test_validation_of_the_dataclass_runs():
   with pytest.raises(ValueError, match='unroll_length'):
     overrides.apply(_Config(), {'unroll_length': '0'})
+
+
+def test_agents_register_and_unknown_agent_names_the_choices():
+  from repertory import agents  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError, match=r"'nope'.*impala"):
+    agents.get('nope')
+  agents.register('my_agent', 'repertory.agents.impala')
+  try:
+    assert agents.get('my_agent').make_program is not None
+    with pytest.raises(ValueError, match='already registered'):
+      agents.register('my_agent', 'somewhere.else')
+  finally:
+    del agents.AGENTS['my_agent']

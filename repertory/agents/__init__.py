@@ -19,6 +19,18 @@ AGENTS = {
 }
 
 
+def register(name: str, module: str) -> None:
+  """Makes the agent package (or script module) `module` known as `name`.
+
+  The module must export `Config` and `make_program(config, experiment)`;
+  `python -m repertory.run --agent=<name>` and `get(name)` then find it.
+  """
+  if name in AGENTS and AGENTS[name] != module:
+    raise ValueError(f'Agent {name!r} is already registered as '
+                     f'{AGENTS[name]!r}.')
+  AGENTS[name] = module
+
+
 def get(name: str) -> ModuleType:
   """Returns the agent package `name`, or raises naming the known agents."""
   if name not in AGENTS:
