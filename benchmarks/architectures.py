@@ -4,9 +4,10 @@ same wall-clock budget.
 Each agent (IMPALA, SEED, R2D2, Ape-X, PPO, A3C: whichever this version of
 repertory has) runs its default `Config` on `gym:CartPole-v1` in `local_mp`
 with the same number of actors and environments per actor, for the same
-wall-clock budget (counted from the moment its nodes are up). A recorder node
-added to each program samples the run monitor's summary every second; at the
-budget it has the monitor evaluate the final weights and stops the program.
+wall-clock budget, counted from its first actor step (so process start-up and
+imports are not charged to anyone). A recorder node added to each program
+samples the run monitor's summary every second; at the budget it has the
+monitor evaluate the final weights and stops the program.
 Each agent runs in its own subprocess (its own Ray instance).
 
 Writes a markdown table (steps/s, wall-clock to a training return >= 475,
@@ -50,19 +51,31 @@ _ONLY = flags.DEFINE_string('only', None,
 SAMPLE_EVERY_S = 1.0
 
 
-def record(monitor: Any, budget_s: float, path: str) -> None:
-  """A node: samples `monitor.summary()` until the budget, then finishes.
+def record(monitor: Any, budget_s: float, path: str,
+           startup_timeout_s: float = 900.0) -> None:
+  """A node: samples `monitor.summary()` for `budget_s` from the first actor
+  step on, then has the monitor evaluate and write results, and stops.
 
-  Writes {'curve': [summary, ...], 'results': final results} to `path`.
+  Writes {'curve': [summary, ...], 'results': final results} to `path`;
+  each summary has `bench_seconds`, the time since the first actor step.
   """
   from repertory import launch  # pylint: disable=g-import-not-at-top
   curve: List[Dict[str, Any]] = []
-  start = time.monotonic()
   stop = launch.stop_event()
-  while not stop.is_set() and time.monotonic() - start < budget_s:
+  created = time.monotonic()
+  start = None
+  while not stop.is_set():
     summary = dict(monitor.summary())
-    summary['bench_seconds'] = time.monotonic() - start
-    curve.append(summary)
+    now = time.monotonic()
+    if start is None and summary['actor_steps'] > 0:
+      start = now
+    if start is not None:
+      summary['bench_seconds'] = now - start
+      curve.append(summary)
+      if now - start >= budget_s:
+        break
+    elif now - created > startup_timeout_s:
+      break  # Never started: record what there is.
     stop.wait(SAMPLE_EVERY_S)
   results = monitor.finish() if not stop.is_set() else None
   with open(path, 'w') as f:
@@ -99,7 +112,7 @@ def first_time_at(curve: List[Dict[str, Any]], target: float
   for point in curve:
     value = point.get('episode_return_mean')
     if value is not None and value == value and value >= target:
-      return float(point['wall_seconds'])
+      return float(point['bench_seconds'])
   return None
 
 
@@ -107,10 +120,12 @@ def summarise(name: str, data: Dict[str, Any], target: float
               ) -> Dict[str, Any]:
   curve, results = data['curve'], data.get('results') or {}
   last = curve[-1] if curve else {}
+  first = curve[0] if curve else {}
+  seconds = last.get('bench_seconds', 0.0) - first.get('bench_seconds', 0.0)
+  steps = last.get('actor_steps', 0) - first.get('actor_steps', 0)
   return {
       'agent': name,
-      'steps_per_second': results.get('actor_steps_per_second',
-                                      last.get('actor_steps_per_second')),
+      'steps_per_second': steps / seconds if seconds > 0 else None,
       'seconds_to_target': first_time_at(curve, target),
       'final_train_return': last.get('episode_return_mean'),
       'final_eval_return': results.get('eval_return_mean'),
@@ -153,17 +168,18 @@ def plot(curves: Dict[str, List[Dict[str, Any]]], target: float,
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   fig, ax = plt.subplots(figsize=(8, 5))
   for name, curve in curves.items():
-    points = [(p['wall_seconds'], p['episode_return_mean']) for p in curve
+    points = [(p['bench_seconds'], p['episode_return_mean']) for p in curve
               if p.get('episode_return_mean') is not None and
               p['episode_return_mean'] == p['episode_return_mean']]
     if points:
       xs, ys = zip(*points)
       ax.plot(xs, ys, label=name)
   ax.axhline(target, color='grey', linestyle='--', linewidth=1)
-  ax.set_xlabel('wall-clock time (s)')
+  ax.set_xlabel('wall-clock time since the first actor step (s)')
   ax.set_ylabel('training return (mean of last 100 episodes)')
   ax.set_title(title)
-  ax.legend()
+  if curves:
+    ax.legend()
   ax.grid(alpha=0.3)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
@@ -193,8 +209,16 @@ def main(argv):
     start = time.time()
     args = [sys.executable, os.path.abspath(__file__), f'--only={name}'] + [
         a for a in sys.argv[1:] if not a.startswith('--only')]
-    proc = subprocess.run(args, capture_output=True, text=True,
-                          timeout=_BUDGET_S.value + 600)
+    for attempt in range(2):  # Ray can fail to start on a loaded machine.
+      proc = subprocess.run(args, capture_output=True, text=True,
+                            timeout=_BUDGET_S.value + 1200)
+      log = os.path.join(_RUNDIR.value, f'{name}-attempt{attempt + 1}.log')
+      with open(log, 'w') as f:
+        f.write(proc.stdout + proc.stderr)
+      if os.path.exists(path):
+        break
+      print(f'{name}: attempt {attempt + 1} failed (exit {proc.returncode}); '
+            f'see {log}', flush=True)
     if not os.path.exists(path):
       tail = (proc.stderr or proc.stdout)[-2000:]
       print(f'{name} failed (exit {proc.returncode}):\n{tail}', flush=True)
