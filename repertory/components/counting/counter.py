@@ -6,11 +6,16 @@ whose `increment(steps=n)` adds locally and, at most every `time_delta`
 seconds, sends the accumulated increments to the parent as `actor_steps`.
 """
 
+import json
+import os
 import threading
 import time
 from typing import Any, Dict, Mapping, Optional
 
+from absl import logging
+
 from repertory import core
+from repertory import launch
 
 Number = float
 
@@ -30,7 +35,9 @@ class Counter(core.Saveable):
                parent: Optional[Any] = None,
                prefix: str = '',
                time_delta: float = 1.0,
-               return_only_prefixed: bool = False):
+               return_only_prefixed: bool = False,
+               checkpoint_path: Optional[str] = None,
+               checkpoint_every_seconds: float = 10.0):
     """Creates the counter.
 
     Args:
@@ -43,6 +50,10 @@ class Counter(core.Saveable):
         own totals (keys without prefix); otherwise the parent's last known
         counts (all keys, e.g. the sum over every actor) plus the increments
         not yet sent, with this counter's keys prefixed.
+      checkpoint_path: a JSON file the counts are saved to (at most every
+        `checkpoint_every_seconds`, and when the program stops) and restored
+        from at construction: counts continue when a run resumes.
+      checkpoint_every_seconds: see `checkpoint_path`.
     """
     if parent is not None and not hasattr(parent, 'increment'):
       raise TypeError(
@@ -57,6 +68,32 @@ class Counter(core.Saveable):
     self._cache: Dict[str, Number] = {}  # increments not yet sent.
     self._parent_counts: Dict[str, Number] = {}
     self._last_sync = -float('inf')
+    self._checkpoint_path = checkpoint_path
+    self._checkpoint_every = checkpoint_every_seconds
+    self._last_checkpoint = time.monotonic()
+    self._checkpoint_lock = threading.Lock()
+    if checkpoint_path is not None:
+      if os.path.exists(checkpoint_path):
+        with open(checkpoint_path) as f:
+          self.restore(json.load(f))
+        logging.info('Counts restored from %s: %s', checkpoint_path,
+                     self._counts)
+      if launch.get_launch_type() is not None:
+        launch.register_stop_handler(self.checkpoint)
+
+  def checkpoint(self) -> None:
+    """Writes the counts to `checkpoint_path` now (atomically)."""
+    if self._checkpoint_path is None:
+      return
+    with self._checkpoint_lock:
+      counts = self.save()
+      os.makedirs(os.path.dirname(self._checkpoint_path) or '.',
+                  exist_ok=True)
+      tmp = self._checkpoint_path + '.tmp'
+      with open(tmp, 'w') as f:
+        json.dump(counts, f)
+      os.replace(tmp, self._checkpoint_path)
+      self._last_checkpoint = time.monotonic()
 
   def _prefixed(self, key: str) -> str:
     return f'{self._prefix}_{key}' if self._prefix else key
@@ -77,6 +114,9 @@ class Counter(core.Saveable):
       parent_counts = self._parent.increment(**push)
       with self._lock:
         self._parent_counts = dict(parent_counts)
+    if (self._checkpoint_path is not None and
+        time.monotonic() - self._last_checkpoint >= self._checkpoint_every):
+      self.checkpoint()
     return self.get_counts()
 
   def flush(self) -> None:

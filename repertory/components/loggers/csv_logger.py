@@ -13,7 +13,8 @@ class CSVLogger(base.Logger):
   """Writes `<directory>/<label>.csv`; the header is the first row's keys.
 
   A key first seen after the header was written widens the file: it is
-  rewritten once with the new column (earlier rows leave it empty).
+  rewritten once with the new column (earlier rows leave it empty). An
+  existing file (a resumed run) is appended to under its own header.
   """
 
   def __init__(self, directory: str, label: str = 'logs',
@@ -36,9 +37,27 @@ class CSVLogger(base.Logger):
     for row in rows:
       self._writer.writerow(row)
 
+  def _append(self) -> bool:
+    """Continues an existing file (resume): True if there was one."""
+    if not os.path.exists(self.path) or not os.path.getsize(self.path):
+      return False
+    with open(self.path, newline='') as f:
+      header = next(csv.reader(f), None)
+    if not header:
+      return False
+    with open(self.path, 'rb') as f:
+      f.seek(-1, os.SEEK_END)
+      complete = f.read(1) == b'\n'
+    self._fields = header
+    self._file = open(self.path, 'a', newline='')
+    if not complete:  # A process killed mid-row: end that row.
+      self._file.write('\n')
+    self._writer = csv.DictWriter(self._file, fieldnames=header)
+    return True
+
   def write(self, values: base.LoggingData) -> None:
     row = {k: base.to_scalar(v) for k, v in values.items()}
-    if self._fields is None:
+    if self._fields is None and not self._append():
       self._open(sorted(row))
     elif not set(row) <= set(self._fields):
       new_fields = self._fields + sorted(set(row) - set(self._fields))
