@@ -32,8 +32,8 @@ class Config:
     min_replay_size: transitions in the table before the learner samples.
     samples_per_insert: the rate limiter's target ratio of sampled to
       inserted transitions.
-    samples_per_insert_tolerance: the rate limiter's error buffer is
-      min_replay_size * samples_per_insert * this (Acme's rule).
+    samples_per_insert_tolerance: the tolerance rate of the rate limiter's
+      error buffer (`replay.tables.error_buffer_for`).
     epsilon: base exploration rate of the per-actor schedule.
     epsilon_alpha: alpha of the schedule eps_i = eps ** (1 + alpha i/(N-1)).
     eval_epsilon: exploration of the evaluation actor.
@@ -98,10 +98,3 @@ class Config:
       raise ValueError(
           f'Ape-X Config.initial_priority={self.initial_priority!r}; choose '
           f'one of {INITIAL_PRIORITIES}.')
-
-  @property
-  def samples_per_insert_error_buffer(self) -> float:
-    """The rate limiter's error buffer (in samples)."""
-    return max(2.0 * self.samples_per_insert,
-               self.min_replay_size * self.samples_per_insert *
-               self.samples_per_insert_tolerance)

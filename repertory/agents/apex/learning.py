@@ -4,6 +4,7 @@ importance weights, asynchronous priority updates and a target network
 
 import queue
 import threading
+import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from absl import logging
@@ -74,13 +75,11 @@ class PriorityUpdater:
                         e)
 
   def flush(self, timeout_s: float = 10.0) -> None:
-    """Waits until the queued updates were sent (tests)."""
-    deadline = threading.Event()
-    waited = 0.0
-    while not self._queue.empty() and waited < timeout_s:
-      deadline.wait(0.01)
-      waited += 0.01
-    deadline.wait(0.05)
+    """Waits (at most `timeout_s`) until the queued updates were sent."""
+    deadline = time.monotonic() + timeout_s
+    while not self._queue.empty() and time.monotonic() < deadline:
+      time.sleep(0.01)
+    time.sleep(0.05)  # The last update taken off the queue is being sent.
 
   def close(self) -> None:
     self._closed.set()

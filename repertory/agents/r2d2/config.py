@@ -28,8 +28,8 @@ class Config:
       zero state instead of the LSTM state the actor had (still stored).
     n_step: steps of the n-step double Q target.
     discount: per-step discount gamma.
-    value_rescaling_eps: epsilon of h(x) = sign(x)(sqrt(|x|+1)-1) + eps x;
-      0 disables nothing (h stays invertible), use `use_value_rescaling`.
+    value_rescaling_eps: epsilon of h(x) = sign(x)(sqrt(|x|+1)-1) + eps x
+      (Pohlen et al. 2018), > 0.
     use_value_rescaling: False trains on plain (untransformed) targets.
     batch_size: sequences per learner step.
     learning_rate: Adam step size.
@@ -50,9 +50,10 @@ class Config:
     min_replay_size: sequences in the table before the learner samples.
     samples_per_insert: the rate limiter's target ratio of sampled
       sequences to inserted sequences.
-    samples_per_insert_tolerance: the rate limiter's error buffer is
-      min_replay_size * samples_per_insert * this (Acme's rule): how far
-      sampling may run ahead of or behind the target ratio.
+    samples_per_insert_tolerance: the tolerance rate of the rate limiter's
+      error buffer (`replay.tables.error_buffer_for`: about
+      rate * samples_per_insert * min_replay_size samples): how far sampling
+      may run ahead of or behind the target ratio.
     epsilon: base exploration rate of the per-actor schedule.
     epsilon_alpha: alpha of the Ape-X schedule
       eps_i = epsilon ** (1 + alpha * i / (N - 1)).
@@ -128,7 +129,7 @@ class Config:
                          f'{getattr(self, name)}.')
     for name in ('learning_rate', 'samples_per_insert',
                  'samples_per_insert_tolerance', 'constant_priority',
-                 'max_gradient_norm', 'adam_epsilon'):
+                 'max_gradient_norm', 'adam_epsilon', 'value_rescaling_eps'):
       if getattr(self, name) <= 0:
         raise ValueError(f'R2D2 Config.{name} must be > 0, got '
                          f'{getattr(self, name)}.')
@@ -148,11 +149,3 @@ class Config:
   def sequence_length(self) -> int:
     """Steps per stored sequence: burn-in + trace + 1 bootstrap step."""
     return self.effective_burn_in + self.trace_length + 1
-
-  @property
-  def samples_per_insert_error_buffer(self) -> float:
-    """The rate limiter's error buffer (in samples)."""
-    return max(
-        2.0 * self.samples_per_insert,
-        self.min_replay_size * self.samples_per_insert *
-        self.samples_per_insert_tolerance)
