@@ -1,6 +1,7 @@
 """examples/program_graph.py runs, choosing its launch type by flag."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -13,7 +14,10 @@ def test_example_runs_with_the_launch_type_flag():
       [sys.executable, EXAMPLE, '--lp_launch_type=local_mt'],
       capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stdout + result.stderr
-  lines = sorted(l for l in result.stdout.splitlines() if 'consumer got' in l)
+  # Nodes print from threads: a line's text and its newline may interleave
+  # with another node's, so find the messages rather than split lines.
+  lines = sorted(re.findall(r'consumer got \d+ from producer \d+',
+                            result.stdout))
   assert lines == ['consumer got 0 from producer 0',
                    'consumer got 1 from producer 1',
                    'consumer got 4 from producer 2']
