@@ -63,7 +63,7 @@ class A3CLearner(core.Learner):
     self._store = variables.VariableStore(
         {networks_lib.POLICY: networks.get_variables(self._network)})
     self._counter = counter
-    self._logger = make_logger('learner', logdir)
+    self._logger = make_logger('learner', logdir, time_delta=10.0)
     self._lock = threading.Lock()
     self._pending = self._zero_counts()
     self._metrics = self._zero_metrics()

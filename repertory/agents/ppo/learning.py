@@ -115,7 +115,7 @@ class PPOLearner(core.Learner):
     self._replay = replay
     self._table = table
     self._counter = counter
-    self._logger = make_logger('learner', logdir)
+    self._logger = make_logger('learner', logdir, time_delta=10.0)
     self._rng = np.random.RandomState(config.seed)
     self._unrolls = None
     self._rounds = 0

@@ -133,8 +133,7 @@ def test_learns_catch_local_mt(tmp_path):
       max_actor_steps=150_000, stop_at_return=0.95, eval_episodes=50,
       logdir=str(tmp_path), launch_type='local_mt',
       progress_every_seconds=2.0)
-  program = ppo.make_program(
-      ppo.Config(unroll_length=32, learning_rate=1e-3), experiment)
+  program = ppo.make_program(ppo.Config(), experiment)
   launch.launch(program, launch_type='local_mt')
   import json  # pylint: disable=g-import-not-at-top
   with open(tmp_path / 'results.json') as f:
