@@ -7,7 +7,7 @@ Used by the threads backend (all nodes of a program) and by each Ray actor
 import threading
 import time
 import traceback
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -27,6 +27,7 @@ class NodeRecord:
     self.finished = threading.Event()   # run() returned (or raised)
     self.error: Optional[str] = None    # formatted traceback
     self.thread: Optional[threading.Thread] = None
+    self.restarts = 0                   # times rebuilt after a failure
 
   @property
   def serving(self) -> bool:
@@ -39,8 +40,13 @@ class NodeHost:
   def __init__(self, runtime: context.Runtime,
                nodes: Sequence[nodes_lib.Node], host_ip: str,
                on_error: Callable[[NodeRecord], None],
-               on_finished: Callable[[NodeRecord], None]):
+               on_finished: Callable[[NodeRecord], None],
+               max_restarts: Optional[Mapping[str, int]] = None):
+    """`max_restarts`: per group label, how many times a node that raises is
+    built and run again in its thread (threads backend; Ray restarts whole
+    processes itself)."""
     self._runtime = runtime
+    self._max_restarts = dict(max_restarts or {})
     self._host_ip = host_ip
     self._on_error = on_error
     self._on_finished = on_finished
@@ -61,14 +67,24 @@ class NodeHost:
         resolve=lambda nest: handles_lib.resolve(nest, self._runtime.client),
         host_ip=self._host_ip, stop_event=self._runtime.stop_event)
     try:
-      try:
-        record.built = node.build(ctx)
-      finally:
-        record.ready.set()
-      if record.built.run is not None:
-        record.built.run()
+      while True:
+        try:
+          self._build_and_run(record, ctx)
+          break
+        except Exception:  # pylint: disable=broad-except
+          limit = self._max_restarts.get(node.label, 0)
+          if self._runtime.stop_event.is_set() or record.restarts >= limit:
+            raise
+          record.restarts += 1
+          logging.error('Node %s (%s) failed; restarting it (%d of '
+                        'max_restarts=%d):\n%s', node.node_id,
+                        node.description, record.restarts, limit,
+                        traceback.format_exc())
     except BaseException:  # pylint: disable=broad-except
       record.error = traceback.format_exc()
+      if record.restarts:
+        record.error += (f'(node {node.node_id} had been restarted '
+                         f'{record.restarts} times: max_restarts)\n')
       if self._runtime.stop_event.is_set():
         logging.warning('Node %s raised while the program was stopping:\n%s',
                         node.node_id, record.error)
@@ -80,6 +96,18 @@ class NodeHost:
       record.finished.set()
     if record.error is None:
       self._on_finished(record)
+
+  def _build_and_run(self, record: NodeRecord,
+                     ctx: nodes_lib.BuildContext) -> None:
+    built = None
+    try:
+      built = record.node.build(ctx)
+    finally:
+      if built is not None or record.built is None:
+        record.built = built  # A rebuilt node keeps serving its old object
+      record.ready.set()      # until its replacement is built.
+    if built.run is not None:
+      built.run()
 
   def record(self, node_id: str) -> NodeRecord:
     try:

@@ -169,11 +169,31 @@ def _given(holder, any_parsed_value: bool) -> bool:
   return any_parsed_value or bool(flags.FLAGS[holder.name].present)
 
 
+def _check_max_restarts(program: program_lib.Program,
+                        max_restarts: Optional[Mapping[str, int]]
+                        ) -> Dict[str, int]:
+  if not max_restarts:
+    return {}
+  if not isinstance(max_restarts, Mapping):
+    raise ValueError('max_restarts must be a dict {group label: restarts}, '
+                     f'e.g. {{"actor": 3}}, got {max_restarts!r}.')
+  for label, value in max_restarts.items():
+    if label not in program.groups:
+      raise ValueError(f'max_restarts names group {label!r}, which is not in '
+                       f'program {program.name!r}; its groups are '
+                       f'{sorted(program.groups)}.')
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+      raise ValueError(f'max_restarts[{label!r}] must be an int >= 0, got '
+                       f'{value!r}.')
+  return dict(max_restarts)
+
+
 def launch(program: program_lib.Program,
            launch_type: Optional[str] = None,
            local_resources: Optional[Mapping[str, Any]] = None,
            terminal: Optional[str] = None,
            *,
+           max_restarts: Optional[Mapping[str, int]] = None,
            ray_address: Optional[str] = None,
            logdir: Optional[str] = None,
            termination_notice_secs: Optional[float] = None,
@@ -193,6 +213,12 @@ def launch(program: program_lib.Program,
       set in the node's process before it is built). Used by local_mp / ray.
     terminal: 'output_to_files' (default: each node's stdout/stderr go to
       `<logdir>/<node>.log`) or 'current_terminal' (Ray forwards them here).
+    max_restarts: per group label, how many times a node of that group whose
+      process dies or whose code raises is restarted (rebuilt from its
+      constructor arguments) before the program fails, e.g.
+      `{'actor': 3}`; default 0 for every group. local_mp / ray: Ray's actor
+      restarts (calls to a restarting node wait for it); threads: the
+      node's thread builds and runs it again.
     ray_address: the cluster for launch_type='ray'.
     logdir: where node logs go; default /tmp/repertory/<program>-<time>.
     termination_notice_secs: how long nodes get to finish once the program
@@ -238,13 +264,15 @@ def launch(program: program_lib.Program,
     raise ValueError('termination_notice_secs must be >= 0, got '
                      f'{termination_notice_secs}.')
   resources = _check_resources(program, local_resources)
+  restarts = _check_max_restarts(program, max_restarts)
   if block is None:
     block = launch_type != 'test_mt'
 
   if launch_type in ('test_mt', 'local_mt'):
     from repertory.launch import threads_backend  # pylint: disable=g-import-not-at-top
     backend = threads_backend.ThreadRuntime(program, launch_type,
-                                            termination_notice_secs)
+                                            termination_notice_secs,
+                                            max_restarts=restarts)
   else:
     from repertory.launch import ray_backend  # pylint: disable=g-import-not-at-top
     if logdir is None:
@@ -256,7 +284,7 @@ def launch(program: program_lib.Program,
         program, launch_type, resources, terminal=terminal,
         ray_address=ray_address, logdir=logdir,
         termination_notice_secs=termination_notice_secs,
-        max_concurrency=max_concurrency)
+        max_concurrency=max_concurrency, max_restarts=restarts)
 
   launched = LaunchedProgram(backend, program, launch_type, logdir)
   if not block:

@@ -220,11 +220,14 @@ class NodeActor:
     std_logging.getLogger().setLevel(std_logging.INFO)
     logging.set_verbosity(logging.INFO)
     self._spec = spec
+    self._started = False
     self._runtime = RayNodeRuntime(spec)
     context.register(self._runtime)
 
   def start(self) -> Dict[str, Any]:
-    self._runtime.host.start()
+    if not self._started:  # Idempotent: the launcher may ask again.
+      self._started = True
+      self._runtime.host.start()
     return self.info()
 
   def info(self) -> Dict[str, Any]:
@@ -247,6 +250,9 @@ class NodeActor:
   def reverb_address(self, node_id: str) -> str:
     return self._runtime.host.record(node_id).built.address
 
+  # Not retried when the actor restarts: the launcher must see the failure
+  # (and start the restarted node) while calls to nodes are retried.
+  @ray.method(max_task_retries=0)
   def watch(self, timeout: float):
     return self._runtime.watch(timeout)
 
@@ -345,7 +351,8 @@ class RayLauncher:
                resources: Mapping[str, Mapping[str, Any]], terminal: str,
                ray_address: Optional[str], logdir: str,
                termination_notice_secs: float, max_concurrency: int = 256,
-               connect_timeout: float = handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS):
+               connect_timeout: float = handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS,
+               max_restarts: Optional[Mapping[str, int]] = None):
     self.program = program
     self.launch_type = launch_type
     self._resources = resources
@@ -355,6 +362,8 @@ class RayLauncher:
     self._notice_secs = termination_notice_secs
     self._max_concurrency = max_concurrency
     self._connect_timeout = connect_timeout
+    self._max_restarts = dict(max_restarts or {})
+    self.restarts: Dict[str, int] = collections.Counter()  # unit id -> count
     self.namespace = f'repertory-{program.name}-{program.program_id[:8]}'
     self.error: Optional[errors.NodeError] = None
     self.actors: Dict[str, Any] = collections.OrderedDict()  # unit id -> actor
@@ -440,8 +449,11 @@ class RayLauncher:
         'name': _actor_name(unit.unit_id),
         'namespace': self.namespace,
         'max_concurrency': self._max_concurrency,
-        'max_restarts': 0,
+        'max_restarts': self._max_restarts.get(unit.label, 0),
     }
+    if options['max_restarts']:
+      # Calls to a restarting node wait for it instead of failing.
+      options['max_task_retries'] = -1
     if unit.colocate_with is not None:
       anchor = self.actors[unit.colocate_with]
       info = _get_with_log(anchor.info.remote(),
@@ -478,13 +490,22 @@ class RayLauncher:
         for ref in ready:
           unit_id = pending.pop(ref)
           result = self._result_of(ref, unit_id)
+          if result == 'restarted':
+            pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
+            started.discard(unit_id)
+            continue
           if result is None:
             continue
           kind = result[0]
           if kind == 'error':
             _, label, node_id, tb = result
-            self._fail(errors.NodeError(label, node_id, tb,
-                                        self._logfile(unit_id)))
+            error = errors.NodeError(label, node_id, tb,
+                                     self._logfile(unit_id))
+            if self._restart(unit_id, error, kill=True):
+              pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
+              started.discard(unit_id)
+            else:
+              self._fail(error)
           elif kind == 'stop':
             self.request_stop(f'{result[1]} (in unit {unit_id})')
           elif kind == 'done':
@@ -519,11 +540,36 @@ class RayLauncher:
       if self._stop.is_set():
         return None
       unit = next(u for u in self.program.units if u.unit_id == unit_id)
-      self._fail(errors.NodeError(
+      error = errors.NodeError(
           unit.label, unit_id,
           f'The process of unit {unit_id} died or could not start:\n{e}',
-          self._logfile(unit_id)))
+          self._logfile(unit_id))
+      if self._restart(unit_id, error, kill=False):
+        return 'restarted'
+      self._fail(error)
       return None
+
+  def _restart(self, unit_id: str, error: errors.NodeError,
+               kill: bool) -> bool:
+    """Restarts a failed unit if its group's max_restarts allows it.
+
+    Ray restarts a dead actor's process itself (`max_restarts`); a node that
+    raised has its process killed first (`kill`). The restarted actor is
+    asked to start its nodes again. Returns False if no restart is left.
+    """
+    unit = next(u for u in self.program.units if u.unit_id == unit_id)
+    limit = self._max_restarts.get(unit.label, 0)
+    if self._stop.is_set() or self.restarts[unit_id] >= limit:
+      return False
+    self.restarts[unit_id] += 1
+    logging.warning('Unit %s failed; restarting it (%d of max_restarts=%d): '
+                    '%s', unit_id, self.restarts[unit_id], limit,
+                    str(error).splitlines()[0] if str(error) else error)
+    actor = self.actors[unit_id]
+    if kill:
+      ray.kill(actor, no_restart=False)
+    self._start_refs[unit_id] = actor.start.remote()
+    return True
 
   def _logfile(self, unit_id: str) -> Optional[str]:
     if self._terminal != 'output_to_files':
@@ -549,12 +595,16 @@ class RayLauncher:
     if not actors or not ray.is_initialized():
       return
     try:
+      # Stop handlers (e.g. a learner's final checkpoint) and run loops
+      # share the termination notice.
+      deadline = time.monotonic() + self._notice_secs
       refs = [a.notify_stop.remote() for a in actors]
-      ray.wait(refs, num_returns=len(refs), timeout=5.0)
-      joins = {a.join.remote(self._notice_secs): u
-               for u, a in self.actors.items()}
+      ray.wait(refs, num_returns=len(refs),
+               timeout=max(5.0, self._notice_secs))
+      remaining = max(1.0, deadline - time.monotonic())
+      joins = {a.join.remote(remaining): u for u, a in self.actors.items()}
       ready, not_ready = ray.wait(list(joins), num_returns=len(joins),
-                                  timeout=self._notice_secs + 5.0)
+                                  timeout=remaining + 5.0)
       for ref in ready:
         try:
           still = ray.get(ref)

@@ -3,7 +3,7 @@
 import concurrent.futures
 import threading
 import time
-from typing import Optional
+from typing import Dict, Optional
 
 from absl import logging
 
@@ -20,7 +20,8 @@ class ThreadRuntime(context.Runtime):
   def __init__(self, program: program_lib.Program, launch_type: str,
                termination_notice_secs: float,
                connect_timeout: Optional[float] = (
-                   handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS)):
+                   handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS),
+               max_restarts: Optional[Dict[str, int]] = None):
     super().__init__(program.program_id, launch_type)
     self.program = program
     self._notice_secs = termination_notice_secs
@@ -29,7 +30,8 @@ class ThreadRuntime(context.Runtime):
         max_workers=256, thread_name_prefix=f'{program.name}-futures')
     self.host = hosting.NodeHost(
         self, program.all_nodes(), host_ip='localhost',
-        on_error=self._on_error, on_finished=self._on_finished)
+        on_error=self._on_error, on_finished=self._on_finished,
+        max_restarts=max_restarts)
     self.error: Optional[errors.NodeError] = None
     self.done = threading.Event()
     self._stop_lock = threading.Lock()
