@@ -83,10 +83,16 @@ def env_name(env: Union[str, Callable[..., Any]]) -> str:
   return getattr(env, '__qualname__', None) or repr(env)
 
 
-def add_counter(program: launch.Program) -> Any:
-  """Adds the shared step counter; returns its handle."""
+def add_counter(program: launch.Program, logdir: Optional[str] = None) -> Any:
+  """Adds the shared step counter; returns its handle.
+
+  With `logdir`, the counts are saved to `<logdir>/counts.json` and continue
+  from there when the run resumes.
+  """
+  checkpoint_path = os.path.join(logdir, 'counts.json') if logdir else None
   with program.group('counter'):
-    return program.add_node(launch.CourierNode(counting.Counter))
+    return program.add_node(launch.CourierNode(
+        counting.Counter, checkpoint_path=checkpoint_path))
 
 
 def add_monitor(program: launch.Program,

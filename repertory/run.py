@@ -51,6 +51,15 @@ _EVAL_EPISODES = flags.DEFINE_integer('eval_episodes', 20,
 _LOGDIR = flags.DEFINE_string('logdir', '', 'Run directory (default: '
                               'runs/<agent>-<env>-<time>).')
 _SEED = flags.DEFINE_integer('seed', 0, 'Base random seed.')
+_MAX_RESTARTS = flags.DEFINE_integer(
+    'max_restarts', 3, 'How many times a crashed actor, evaluator or '
+    'environment worker node is restarted before the program fails.')
+_RESTART_LEARNER = flags.DEFINE_bool(
+    'restart_learner', False, 'Restart a crashed learner (up to '
+    '--max_restarts times) from its latest checkpoint instead of stopping '
+    'the program.')
+# Groups whose nodes are restarted after a crash (when the program has them).
+RESTARTABLE_GROUPS = ('actor', 'evaluator', 'environment')
 
 CONFIG_PREFIX = '--config.'
 # Settings a resumed run may change: budgets, evaluation, where it runs.
@@ -171,6 +180,9 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
 def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if _MAX_RESTARTS.value < 0:
+    sys.exit(f'repertory.run: error: --max_restarts={_MAX_RESTARTS.value} '
+             'must be >= 0.')
   config, experiment, program = build(config_overrides)
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
@@ -192,9 +204,14 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
         target=_tail, daemon=True,
         args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
     ).start()
+  groups = [g for g in RESTARTABLE_GROUPS if g in program.groups]
+  if _RESTART_LEARNER.value:
+    groups.append('learner')
+  max_restarts = {g: _MAX_RESTARTS.value for g in groups}
   try:
     launch.launch(program, launch_type=experiment.launch_type,
                   logdir=os.path.join(experiment.logdir, 'nodes'),
+                  max_restarts=max_restarts,
                   block=True)  # test_mt too: the results come at the end.
   finally:
     stop_tail.set()

@@ -80,7 +80,7 @@ def make_program(config: config_lib.Config,
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, observation_spec, action_spec), **checkpointing))
-  counter = experiment_lib.add_counter(program)
+  counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.VTraceLearner, config, observation_spec, action_spec,
