@@ -75,6 +75,19 @@ def make_program(logdir: str, num_actors: int):
   return impala.make_program(config, experiment)
 
 
+def launch_with_retries(program, attempts: int = 3, **kwargs):
+  """launch(); retries Ray's own start-up timeout (a fixed 30 s that an
+  overloaded machine exceeds)."""
+  for attempt in range(attempts):
+    try:
+      return launch.launch(program, launch_type='local_mp', block=False,
+                           **kwargs)
+    except Exception as e:  # pylint: disable=broad-except
+      if 'timed out during startup' not in str(e) or attempt + 1 == attempts:
+        raise
+      print(f'Ray start-up timed out; retrying ({attempt + 1}).', flush=True)
+
+
 def _learner_steps(counter) -> float:
   return counter.get_counts().get('learner_steps', 0)
 
@@ -88,8 +101,8 @@ def actor_restart(workdir: str) -> None:
   logdir = os.path.join(workdir, 'actor_restart')
   nodes = os.path.join(logdir, 'nodes')
   program = make_program(logdir, num_actors=1)
-  launched = launch.launch(program, launch_type='local_mp', logdir=nodes,
-                           block=False, max_restarts={'actor': 3})
+  launched = launch_with_retries(program, logdir=nodes,
+                                max_restarts={'actor': 3})
   try:
     counter = program.groups['counter'][0].create_handle().dereference()
     replay = program.groups['replay'][0].create_handle().dereference()
@@ -135,8 +148,7 @@ def learner_kill(workdir: str) -> None:
   logdir = os.path.join(workdir, 'learner_kill')
   nodes = os.path.join(logdir, 'nodes')
   program = make_program(logdir, num_actors=2)
-  launched = launch.launch(program, launch_type='local_mp', logdir=nodes,
-                           block=False)
+  launched = launch_with_retries(program, logdir=nodes)
   try:
     counter = program.groups['counter'][0].create_handle().dereference()
     every = _CHECKPOINT_EVERY.value
