@@ -102,7 +102,7 @@ class PPOLearner(core.Learner):
     self._envs_per_actor = envs_per_actor
     self._items_per_round = config.items_per_round(num_actors, envs_per_actor)
     self._steps_per_round = config.steps_per_round(num_actors, envs_per_actor)
-    self._anneal_steps = (config.anneal_steps or anneal_steps
+    self._anneal_steps = ((config.anneal_steps or anneal_steps)
                           if config.anneal_learning_rate else 0)
     self._network = networks_lib.make_network(
         config.hidden_sizes, observation_spec, action_spec)

@@ -87,6 +87,8 @@ def test_rounds_by_hand_have_lag_zero(queue_server):
     metrics = learner.step()
     assert metrics['charts/policy_lag_max'] == 0
     assert metrics['version'] == round_index + 1
+    assert metrics['charts/learning_rate'] == pytest.approx(
+        config.learning_rate)  # No annealing unless asked for.
     # Before the first update the learner's policy is the behaviour policy.
     assert metrics['charts/first_minibatch_kl'] == pytest.approx(0, abs=1e-5)
   # An actor that asks for a version the learner has not published waits,
