@@ -48,6 +48,7 @@ def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
   assert not os.path.exists(logdir)  # Nothing was started or written.
 
 
+@pytest.mark.timeout(900)  # A whole run (start-up, TF tracing) in a subprocess.
 @pytest.mark.parametrize('agent', ['impala', 'seed'])
 def test_short_run_writes_results(tmp_path, agent):
   logdir = os.path.join(tmp_path, 'run')
@@ -56,7 +57,7 @@ def test_short_run_writes_results(tmp_path, agent):
                 '--max_actor_steps=300', '--eval_episodes=2',
                 f'--logdir={logdir}', '--config.unroll_length=5',
                 '--config.batch_size=2', '--config.max_queue_size=8',
-                '--config.hidden_sizes=16')
+                '--config.hidden_sizes=16', timeout=800)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(os.path.join(logdir, 'results.json')) as f:
     results = json.load(f)
