@@ -2,8 +2,6 @@
 importance weights, asynchronous priority updates and a target network
 (Horgan et al. 2018, algorithm 2)."""
 
-import queue
-import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -21,68 +19,10 @@ from repertory.components import losses
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 from repertory.components.replay import dataset as replay_dataset
+from repertory.components.replay import priorities as replay_priorities
 
 # The learner sends its counts to the counter once per this many steps.
 COUNT_EVERY_STEPS = 10
-
-
-class PriorityUpdater:
-  """Writes priorities back to a Reverb table from a background thread, so
-  the learner never waits for the server (Ape-X, algorithm 2 line 9).
-
-  Updates queue up to `max_pending` batches; older pending ones are dropped
-  first when the server falls behind (a newer priority supersedes them).
-  """
-
-  def __init__(self, client: Any, table: str, max_pending: int = 16):
-    self._client = client
-    self._table = table
-    self._queue: 'queue.Queue' = queue.Queue(maxsize=max_pending)
-    self._closed = threading.Event()
-    self.num_updates = 0
-    self._thread = threading.Thread(target=self._loop, daemon=True,
-                                    name='priority_updater')
-    self._thread.start()
-
-  def update(self, keys: np.ndarray, priorities: np.ndarray) -> None:
-    """Queues `priorities[i]` for the item `keys[i]`."""
-    item = (np.asarray(keys, np.uint64), np.asarray(priorities, np.float64))
-    while True:
-      try:
-        self._queue.put_nowait(item)
-        return
-      except queue.Full:
-        try:
-          self._queue.get_nowait()
-        except queue.Empty:
-          pass
-
-  def _loop(self) -> None:
-    while not self._closed.is_set():
-      try:
-        keys, priorities = self._queue.get(timeout=0.5)
-      except queue.Empty:
-        continue
-      try:
-        self._client.mutate_priorities(
-            self._table,
-            updates={int(k): float(p) for k, p in zip(keys, priorities)})
-        self.num_updates += 1
-      except Exception as e:  # pylint: disable=broad-except
-        if self._closed.is_set():
-          return
-        logging.warning('Priority update of table %r failed: %s', self._table,
-                        e)
-
-  def flush(self, timeout_s: float = 10.0) -> None:
-    """Waits (at most `timeout_s`) until the queued updates were sent."""
-    deadline = time.monotonic() + timeout_s
-    while not self._queue.empty() and time.monotonic() < deadline:
-      time.sleep(0.01)
-    time.sleep(0.05)  # The last update taken off the queue is being sent.
-
-  def close(self) -> None:
-    self._closed.set()
 
 
 def environment_spec(env: str) -> adders.EnvironmentSpec:
@@ -122,7 +62,7 @@ class ApexLearner(core.Learner):
         iter(replay_dataset.make_dataset(replay_client, table,
                                          config.batch_size)),
         replay_client, table)
-    self._priorities = PriorityUpdater(replay_client, table)
+    self._priorities = replay_priorities.PriorityUpdater(replay_client, table)
     self._store = variables_lib.VariableStore(
         {'policy': network_variables.get_variables(self._online)})
     self._counter = counter

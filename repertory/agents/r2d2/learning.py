@@ -20,6 +20,7 @@ from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 from repertory.components.replay import dataset as replay_dataset
+from repertory.components.replay import priorities as replay_priorities
 
 COUNT_EVERY_STEPS = apex_learning.COUNT_EVERY_STEPS
 _FIRST = int(dm_env.StepType.FIRST)
@@ -65,7 +66,8 @@ class R2D2Learner(core.Learner):
         iter(replay_dataset.make_dataset(replay_client, table,
                                          config.batch_size)),
         replay_client, table)
-    self._priorities = apex_learning.PriorityUpdater(replay_client, table)
+    self._priorities = replay_priorities.PriorityUpdater(
+        replay_client, table)
     self._store = variables_lib.VariableStore(
         {'policy': network_variables.get_variables(self._online)})
     self._counter = counter
