@@ -60,7 +60,7 @@ def catch_replay():
     server.stop()
 
 
-def wait_for_size(client, size, timeout=30):
+def wait_for_size(client, size, timeout=120):
   """Waits for the adder's last (asynchronously flushed) items."""
   deadline = time.monotonic() + timeout
   while client.server_info()[program_lib.TABLE].current_size < size:

@@ -7,6 +7,7 @@ count, so every returned action shows which state the server held for that
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -156,6 +157,15 @@ def replay():
   reverb_server.stop()
 
 
+def wait_for_size(client, size, timeout=120):
+  """Waits for the server's writer to deliver `size` items (asynchronous)."""
+  deadline = time.monotonic() + timeout
+  while client.server_info()['queue'].current_size < size:
+    assert time.monotonic() < deadline, f'fewer than {size} items arrived'
+    time.sleep(0.05)
+  return client.server_info()['queue'].current_size
+
+
 def sample_all(client, count):
   dataset = reverb.TrajectoryDataset.from_table_signature(
       client.server_address, 'queue', max_in_flight_samples_per_worker=1)
@@ -176,7 +186,7 @@ def test_unrolls_are_written_with_versions_and_states(replay):
     if publish is not None:
       assert store.publish({'policy': {'w': np.ones(1)}}) == publish
     call(server, 5, 9, [step_type] * N, reward=reward, obs_value=obs)
-  assert replay.server_info()['queue'].current_size == 2 * N
+  assert wait_for_size(replay, 2 * N) == 2 * N
   items = sample_all(replay, 2 * N)
   first, second = items[0], items[N]
   np.testing.assert_array_equal(first['step_type'], [F, M, M, L])
