@@ -99,8 +99,8 @@ def _run_until_stopped(command, logdir, until, what, attempts=3):
   finally:
     if proc.poll() is None:
       proc.kill()
-  assert not node_pids(os.path.join(logdir, 'nodes')), (
-      'node processes left running')
+  # Processes Ray is still tearing down may take a few seconds to exit.
+  wait_for(lambda: not node_pids(os.path.join(logdir, 'nodes')), 'every node process to exit', 30)
   return output
 
 
