@@ -33,7 +33,50 @@ def environment_spec(env: str) -> adders.EnvironmentSpec:
     environment.close()
 
 
-class ApexLearner(core.Learner):
+class PrioritizedReplayLearner(core.Learner):
+  """What the Ape-X and R2D2 learners share around their own `step()`:
+  batched counter updates, priority flushing, the variable source and the
+  run loop. Subclasses set `_pending`, `_counter`, `_logger`, `_metrics`,
+  `_num_steps`, `_priorities` and `_store`.
+  """
+
+  def _count(self, **counts) -> None:
+    for name, value in counts.items():
+      self._pending[name] = self._pending.get(name, 0) + value
+    if self._num_steps % COUNT_EVERY_STEPS == 0:
+      self.flush_counts()
+      if self._logger is not None:
+        self._logger.write(dict(self._metrics, learner_steps=self._num_steps))
+
+  def flush_counts(self) -> None:
+    """Sends the counts not yet sent to the counter."""
+    if self._counter is not None and self._pending:
+      self._counter.futures.increment(**self._pending)
+    self._pending = {}
+
+  def flush_priorities(self) -> None:
+    """Waits until queued priority updates reached the table (tests)."""
+    self._priorities.flush()
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        self.step()
+        if num_steps is not None and self._num_steps >= num_steps:
+          return
+    except Exception:  # pylint: disable=broad-except
+      if stop.is_set():  # The replay server went away at shutdown.
+        return
+      raise
+    finally:
+      self._priorities.close()
+
+
+class ApexLearner(PrioritizedReplayLearner):
   """Samples prioritized n-step transitions and minimises the importance-
   weighted double Q loss; serves its weights as the 'policy' group."""
 
@@ -127,38 +170,3 @@ class ApexLearner(core.Learner):
     self._metrics = {k: float(v) for k, v in metrics.items()}
     self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
                 policy_lag_items=int(lag.size))
-
-  def _count(self, **counts) -> None:
-    for name, value in counts.items():
-      self._pending[name] = self._pending.get(name, 0) + value
-    if self._num_steps % COUNT_EVERY_STEPS == 0:
-      self.flush_counts()
-      if self._logger is not None:
-        self._logger.write(dict(self._metrics, learner_steps=self._num_steps))
-
-  def flush_counts(self) -> None:
-    """Sends the counts not yet sent to the counter."""
-    if self._counter is not None and self._pending:
-      self._counter.futures.increment(**self._pending)
-    self._pending = {}
-
-  def flush_priorities(self) -> None:
-    """Waits until queued priority updates reached the table (tests)."""
-    self._priorities.flush()
-
-  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
-    return self._store.get_variables(names)
-
-  def run(self, num_steps: Optional[int] = None) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set():
-        self.step()
-        if num_steps is not None and self._num_steps >= num_steps:
-          return
-    except Exception:  # pylint: disable=broad-except
-      if stop.is_set():  # The replay server went away at shutdown.
-        return
-      raise
-    finally:
-      self._priorities.close()

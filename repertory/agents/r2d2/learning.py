@@ -3,15 +3,13 @@ over the trace, importance weights, mixed max/mean sequence priorities
 written back asynchronously, periodic target copies (Kapturowski et al.
 2019, sections 2-3)."""
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 import dm_env
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from repertory import core
-from repertory import launch
 from repertory.agents.apex import learning as apex_learning
 from repertory.components import adders
 from repertory.components import loggers
@@ -22,7 +20,6 @@ from repertory.components.networks import variables as network_variables
 from repertory.components.replay import dataset as replay_dataset
 from repertory.components.replay import priorities as replay_priorities
 
-COUNT_EVERY_STEPS = apex_learning.COUNT_EVERY_STEPS
 _FIRST = int(dm_env.StepType.FIRST)
 _LAST = int(dm_env.StepType.LAST)
 
@@ -33,7 +30,7 @@ def _time_major(x: tf.Tensor) -> tf.Tensor:
   return tf.transpose(x, perm)
 
 
-class R2D2Learner(core.Learner):
+class R2D2Learner(apex_learning.PrioritizedReplayLearner):
   """Samples prioritized sequences; serves its weights as 'policy'."""
 
   def __init__(self,
@@ -161,38 +158,3 @@ class R2D2Learner(core.Learner):
     self._metrics = {k: float(v) for k, v in metrics.items()}
     self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
                 policy_lag_items=int(lag.size))
-
-  def _count(self, **counts) -> None:
-    for name, value in counts.items():
-      self._pending[name] = self._pending.get(name, 0) + value
-    if self._num_steps % COUNT_EVERY_STEPS == 0:
-      self.flush_counts()
-      if self._logger is not None:
-        self._logger.write(dict(self._metrics, learner_steps=self._num_steps))
-
-  def flush_counts(self) -> None:
-    """Sends the counts not yet sent to the counter."""
-    if self._counter is not None and self._pending:
-      self._counter.futures.increment(**self._pending)
-    self._pending = {}
-
-  def flush_priorities(self) -> None:
-    """Waits until queued priority updates reached the table (tests)."""
-    self._priorities.flush()
-
-  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
-    return self._store.get_variables(names)
-
-  def run(self, num_steps: Optional[int] = None) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set():
-        self.step()
-        if num_steps is not None and self._num_steps >= num_steps:
-          return
-    except Exception:  # pylint: disable=broad-except
-      if stop.is_set():  # The replay server went away at shutdown.
-        return
-      raise
-    finally:
-      self._priorities.close()
