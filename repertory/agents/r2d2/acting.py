@@ -83,7 +83,9 @@ class R2D2Priority:
     actions = np.asarray(item['action'])[b:-1].astype(np.int64)  # [T]
     rewards = np.asarray(item['reward'], np.float64)[b:-1]
     discounts = self._gamma * np.asarray(item['discount'], np.float64)[b:-1]
-    valid = np.asarray(item['step_type'])[b:-1] != int(dm_env.StepType.LAST)
+    step_type = np.asarray(item['step_type'])[b:]
+    valid = step_type[:-1] != int(dm_env.StepType.LAST)
+    ends = step_type[1:] == int(dm_env.StepType.LAST)  # x_{s+1} is LAST.
     h = (lambda x: _h(x, self._eps)) if self._rescale else (lambda x: x)
     h_inv = ((lambda x: _h_inverse(x, self._eps)) if self._rescale else
              (lambda x: x))
@@ -91,12 +93,16 @@ class R2D2Priority:
     v = h_inv(q[1:].max(axis=-1))  # [T]: the value of x_{s+1}.
     deltas = np.zeros(num_steps)
     for s in range(num_steps):
-      m = min(self._n, num_steps - s)
-      ret, disc = 0.0, 1.0
-      for k in range(m):
-        ret += disc * rewards[s + k]
-        disc *= discounts[s + k]
-      target = h(ret + disc * v[s + m - 1])
+      # Walk at most n steps, stopping at the end of the episode (where a
+      # truncation, discount 1, still bootstraps) or of the trace.
+      ret, disc, j = 0.0, 1.0, s
+      for _ in range(self._n):
+        ret += disc * rewards[j]
+        disc *= discounts[j]
+        j += 1
+        if j == num_steps or ends[j - 1]:
+          break
+      target = h(ret + disc * v[j - 1])
       deltas[s] = (target - q[s, actions[s]]) if valid[s] else 0.0
     abs_deltas = np.abs(deltas)
     return float(self._eta * abs_deltas.max() +

@@ -19,7 +19,6 @@ from repertory.agents import r2d2
 from repertory.agents.r2d2 import acting
 from repertory.agents.r2d2 import networks
 from repertory.agents.r2d2 import program as program_lib
-from repertory.components import losses
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 
@@ -47,41 +46,6 @@ def test_config_sequence_length_with_and_without_burn_in():
   assert config.sequence_length == 15
   assert r2d2.Config(burn_in=4, trace_length=10,
                      use_burn_in=False).sequence_length == 11
-
-
-def _random_item(config, num_actions=3, seed=0, last_at=None):
-  rng = np.random.RandomState(seed)
-  length = config.sequence_length
-  step_type = np.ones(length, np.int32)
-  discount = np.ones(length, np.float32)
-  if last_at is not None:
-    step_type[last_at:] = 2
-    discount[last_at - 1:] = 0.0
-  return {
-      'extras': {'q_values': rng.randn(length, num_actions).astype(
-          np.float32)},
-      'action': rng.randint(num_actions, size=length).astype(np.int32),
-      'reward': rng.randn(length).astype(np.float32),
-      'discount': discount,
-      'step_type': step_type,
-  }
-
-
-@pytest.mark.parametrize('last_at', [None, 5])
-def test_actor_priority_matches_the_learner_loss(last_at):
-  config = r2d2.Config(burn_in=2, trace_length=6, sequence_period=3, n_step=3,
-                       discount=0.97)
-  item = _random_item(config, last_at=last_at)
-  b = config.burn_in
-  q = tf.constant(item['extras']['q_values'][b:, None])  # [T+1, 1, A]
-  t = lambda x: tf.constant(x[b:-1, None])  # pylint: disable=unnecessary-lambda-assignment
-  td = losses.transformed_n_step_double_q_learning(
-      q[:-1], t(item['action']), t(item['reward']),
-      config.discount * t(item['discount']), q[1:], q[1:], n=config.n_step)
-  valid = tf.cast(t(item['step_type']) != 2, tf.float32)
-  expected = losses.r2d2_priority(valid * td.td_error, config.priority_eta)
-  actual = acting.R2D2Priority(config)(item)
-  np.testing.assert_allclose(actual, float(expected[0]) + 1e-6, rtol=1e-4)
 
 
 def _experiment(tmp_path, env='catch', **kwargs):
