@@ -5,6 +5,7 @@ An agent's `make_program(config, experiment)` adds its own nodes (replay,
 learner, actors) and calls `add_counter` and `add_monitor` for the rest.
 """
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -81,6 +82,15 @@ def env_name(env: Union[str, Callable[..., Any]]) -> str:
   if isinstance(env, str):
     return env
   return getattr(env, '__qualname__', None) or repr(env)
+
+
+def environment_spec(env: Union[str, Callable[..., Any]]) -> Any:
+  """The `adders.EnvironmentSpec` of one environment of `env` (a spec string
+  or a factory): what networks, adders and table signatures are built from."""
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  from repertory.components import adders  # pylint: disable=g-import-not-at-top
+  with contextlib.closing(environments.make(env, seed=0)) as environment:
+    return adders.make_environment_spec(environment)
 
 
 def add_counter(program: launch.Program, logdir: Optional[str] = None) -> Any:

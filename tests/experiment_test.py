@@ -19,6 +19,14 @@ def test_env_name():
   assert experiment_lib.env_name(make_small_catch) == 'make_small_catch'
 
 
+def test_environment_spec_of_a_spec_string_and_of_a_factory():
+  spec = experiment_lib.environment_spec('catch')
+  assert spec.observations.shape == (10, 5) and spec.actions.num_values == 3
+  assert spec.rewards is not None and spec.discounts is not None
+  small = experiment_lib.environment_spec(make_small_catch)
+  assert small.observations.shape == (5, 3)
+
+
 def test_impala_runs_on_a_factory_and_records_its_name(tmp_path):
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env=make_small_catch, num_actors=1, envs_per_actor=2,
