@@ -1,0 +1,112 @@
+"""A feedforward policy acting with a learner's versioned weights."""
+
+from typing import Any, Optional
+
+import dm_env
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import core
+from repertory.components import networks
+from repertory.components import variables
+
+
+def limit_tf_threads() -> None:
+  """One intra-op and one inter-op thread: many actors share few cores.
+
+  Call it before TensorFlow runs anything in the process; once it has (the
+  one-process launch types), it changes nothing.
+  """
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:  # TF already initialised in this process (threads).
+    pass
+
+
+class FeedForwardActor(core.Actor):
+  """Acts on the logits of a Sonnet network with a learner's weights.
+
+  `act(observations [N, ...])` returns `[N]` int32 actions from one compiled
+  call (a batched actor's step); `select_action(observation)` is the same on
+  one observation, so the actor is also the single-environment evaluation
+  actor `experiment.add_monitor` asks for. It records nothing (no adder).
+
+  Example::
+
+    network = networks.PolicyValueNetwork(torso, num_actions=3)
+    network(dummy_batch)              # Creates the variables.
+    actor = FeedForwardActor(network, learner, 'policy', greedy=False)
+    actor.update(wait=True)           # Weights of version actor.version.
+    actions = actor.act(timestep.observation)
+
+  Args:
+    network: a Sonnet module mapping `[N, ...]` observations to logits
+      `[N, A]`, or to an output with a `logits` field (`PolicyValueOutput`).
+      Its variables must exist (call it once on a dummy batch).
+    variable_source: the learner (handle) serving the weights as
+      `variable_name`; None acts with the network's own weights.
+    variable_name: the variable group holding the network's weights.
+    greedy: take the most likely action instead of sampling.
+    update_period: fetch new weights every this many `update()` calls.
+    seed: seeds action sampling.
+  """
+
+  def __init__(self,
+               network: snt.Module,
+               variable_source: Any = None,
+               variable_name: str = 'policy',
+               greedy: bool = True,
+               update_period: int = 1,
+               seed: int = 0):
+    limit_tf_threads()
+    networks.named_variables(network)  # A clear error if none exist yet.
+    self.network = network
+    self._client = None if variable_source is None else (
+        variables.VariableClient(variable_source, variable_name,
+                                 update_period=update_period))
+    self._version = -1 if variable_source is not None else 0
+    rng = tf.random.Generator.from_seed(seed)
+
+    def sample(observations):
+      logits = network(observations)
+      logits = getattr(logits, 'logits', logits)
+      if greedy:  # A Python branch, decided when tracing.
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+      return tf.random.stateless_categorical(
+          logits, 1, rng.make_seeds(1)[:, 0], dtype=tf.int32)[:, 0]
+
+    self._sample = tf.function(sample, autograph=False)
+
+  @property
+  def version(self) -> int:
+    """The policy version of the weights acted with (-1 before the first
+    `update` with a variable source; 0 without one)."""
+    return self._version
+
+  def act(self, observations: Any) -> np.ndarray:
+    """`[N]` int32 actions for a batch of observations."""
+    return self._sample(observations).numpy()
+
+  def select_action(self, observation: Any) -> np.ndarray:
+    return self.act(np.asarray(observation)[None])[0]
+
+  def observe_first(self, timestep: dm_env.TimeStep) -> None:
+    pass
+
+  def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    if self._client is None:
+      return
+    self._client.update(wait=wait)
+    if self._client.version != self._version and self._client.variables:
+      networks.assign_variables(self.network, self._client.params)
+      self._version = self._client.version
+
+  def close(self) -> None:
+    """Stops the background weight fetches."""
+    if self._client is not None:
+      self._client.close()
