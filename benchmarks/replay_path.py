@@ -66,8 +66,13 @@ def measure(num_actors: int) -> dict:
                 logdir=os.path.join(logdir, 'nodes'))
   with open(path) as f:
     rows = json.load(f)
+  with open(os.path.join(logdir, 'results.json')) as f:
+    results = json.load(f)
   # From the first row where the learner sampled to the last row.
   started = [r for r in rows if r[2] > 0]
+  if len(started) < 2:
+    raise RuntimeError(f'The probe saw the learner sample in {len(started)} '
+                       f'rows of {path}; raise --max_actor_steps.')
   first, last = started[0], started[-1]
   seconds = last[0] - first[0]
   inserts, samples = last[1] - first[1], last[2] - first[2]
@@ -76,8 +81,13 @@ def measure(num_actors: int) -> dict:
       'inserts_per_s': inserts / seconds,
       'samples_per_s': samples / seconds,
       'measured_samples_per_insert': samples / max(inserts, 1),
+      # Over the whole run, from the learner's own count.
+      'whole_run_samples_per_insert': (
+          results['learner_steps'] * config.batch_size / max(last[1], 1)),
       'configured_samples_per_insert': config.samples_per_insert,
       'seconds': seconds,
+      'actor_steps_per_s': results['actor_steps_per_second'],
+      'learner_steps': results['learner_steps'],
   }
 
 
@@ -86,13 +96,15 @@ def main(argv):
   results = [measure(int(n)) for n in _ACTORS.value]
   with open(os.path.join(_LOGROOT.value, 'replay_path.json'), 'w') as f:
     json.dump(results, f, indent=2)
-  print('| actors | inserts/s | samples/s | samples per insert (measured / '
-        'configured) |')
-  print('|---|---|---|---|')
+  print('| actors | actor steps/s | inserts/s | samples/s | samples per '
+        'insert: measured (whole run) / configured | seconds measured |')
+  print('|---|---|---|---|---|---|')
   for r in results:
-    print(f'| {r["actors"]} | {r["inserts_per_s"]:.1f} | '
-          f'{r["samples_per_s"]:.1f} | {r["measured_samples_per_insert"]:.2f}'
-          f' / {r["configured_samples_per_insert"]:.2f} |')
+    print(f'| {r["actors"]} | {r["actor_steps_per_s"]:.0f} | '
+          f'{r["inserts_per_s"]:.1f} | {r["samples_per_s"]:.1f} | '
+          f'{r["measured_samples_per_insert"]:.2f} '
+          f'({r["whole_run_samples_per_insert"]:.2f}) / '
+          f'{r["configured_samples_per_insert"]:.2f} | {r["seconds"]:.0f} |')
 
 
 if __name__ == '__main__':

@@ -3,22 +3,17 @@ over the trace, importance weights, mixed max/mean sequence priorities
 written back asynchronously, periodic target copies (Kapturowski et al.
 2019, sections 2-3)."""
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
 import dm_env
-import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.apex import learning as apex_learning
 from repertory.components import adders
-from repertory.components import loggers
+from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks as networks_lib
-from repertory.components import variables as variables_lib
-from repertory.components.networks import variables as network_variables
-from repertory.components.replay import dataset as replay_dataset
-from repertory.components.replay import priorities as replay_priorities
 
 _FIRST = int(dm_env.StepType.FIRST)
 _LAST = int(dm_env.StepType.LAST)
@@ -103,7 +98,11 @@ def n_step_double_q_td(q_tm1: tf.Tensor, a_tm1: tf.Tensor, r_t: tf.Tensor,
 
 
 class R2D2Learner(apex_learning.PrioritizedReplayLearner):
-  """Samples prioritized sequences; serves its weights as 'policy'."""
+  """Samples prioritized sequences; serves its weights as 'policy'.
+
+  Arguments as `PrioritizedReplayLearner`'s; the weights are published
+  every `config.learner_steps_per_publish` steps.
+  """
 
   def __init__(self,
                config: Any,
@@ -112,53 +111,17 @@ class R2D2Learner(apex_learning.PrioritizedReplayLearner):
                replay_client: Any,
                table: str,
                counter: Any = None,
-               logdir: Optional[str] = None):
-    self._config = config
-    tf.random.set_seed(config.seed)
-    self._online = make_network(environment_spec, config)
-    self._target = make_network(environment_spec, config)
-    self._online_vars = list(self._online.trainable_variables)
-    self._target_vars = list(self._target.trainable_variables)
-    self._copy_target()
-    self._optimizer = snt.optimizers.Adam(config.learning_rate,
-                                          epsilon=config.adam_epsilon)
-    # Create Adam's moments now, so that the step function traces once.
-    self._optimizer._initialize(self._online_vars)  # pylint: disable=protected-access
+               logdir: Optional[str] = None,
+               checkpoint_dir: Optional[str] = None):
     if config.use_value_rescaling:
       self._transform = losses.signed_hyperbolic_transform(
           config.value_rescaling_eps)
     else:
       self._transform = losses.IDENTITY_TRANSFORM
-    self._client = replay_client
-    self._table = table
-    self._iterator = replay_dataset.StarvationLoggingIterator(
-        iter(replay_dataset.make_dataset(replay_client, table,
-                                         config.batch_size)),
-        replay_client, table)
-    self._priorities = replay_priorities.PriorityUpdater(
-        replay_client, table)
-    self._store = variables_lib.VariableStore(
-        {'policy': network_variables.get_variables(self._online)})
-    self._counter = counter
-    self._logger = (loggers.make_logger('learner', logdir=logdir,
-                                        steps_key='learner_steps',
-                                        time_delta=10.0)
-                    if logdir else None)
-    self._pending: Dict[str, float] = {}
-    self._num_steps = 0
-    self._metrics: Dict[str, float] = {}
-
-  def num_steps(self) -> int:
-    """Learner steps taken."""
-    return self._num_steps
-
-  def metrics(self) -> Dict[str, float]:
-    """The last step's metrics (namespaced)."""
-    return dict(self._metrics)
-
-  def _copy_target(self) -> None:
-    for target, online in zip(self._target_vars, self._online_vars):
-      target.assign(online)
+    super().__init__(config, environment_spec, make_network, replay_client,
+                     table, counter=counter, logdir=logdir,
+                     checkpoint_dir=checkpoint_dir,
+                     publish_period=config.learner_steps_per_publish)
 
   def _start_state(self, data) -> snt.LSTMState:
     stored = data['core_state']
@@ -209,27 +172,14 @@ class R2D2Learner(apex_learning.PrioritizedReplayLearner):
     gradients = tape.gradient(loss, self._online_vars)
     gradients, norm = tf.clip_by_global_norm(gradients,
                                              config.max_gradient_norm)
-    self._optimizer.apply(gradients, self._online_vars)
+    applied = learners.apply_if_finite(self._optimizer, gradients,
+                                       self._online_vars, loss)
     priorities = losses.r2d2_priority(valid * td.td_error,
                                       config.priority_eta) + 1e-6  # [B]
     return {
+        'applied': applied,
         'loss': loss,
         'gradient_norm': norm,
         'q_mean': tf.reduce_mean(online_q),
         'priority_mean': tf.reduce_mean(priorities),
     }, info.key, priorities, data['policy_version']
-
-  def step(self) -> None:
-    sample = next(self._iterator)
-    metrics, keys, priorities, versions = self._sgd_step(sample)
-    self._priorities.update(keys.numpy(), priorities.numpy())
-    self._num_steps += 1
-    if self._num_steps % self._config.target_update_period == 0:
-      self._copy_target()
-    lag = np.maximum(self._store.version - versions.numpy(), 0)
-    if self._num_steps % self._config.learner_steps_per_publish == 0:
-      self._store.publish(
-          {'policy': network_variables.get_variables(self._online)})
-    self._metrics = {k: float(v) for k, v in metrics.items()}
-    self._count(learner_steps=1, policy_lag_sum=float(lag.sum()),
-                policy_lag_items=int(lag.size))

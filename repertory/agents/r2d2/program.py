@@ -3,7 +3,7 @@
 
 import functools
 import os
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -53,11 +53,12 @@ def make_tables(config: config_lib.Config, env: str):
 
 
 def make_learner(config: config_lib.Config, env: str, replay: Any,
-                 counter: Any = None, logdir: str = '') -> learning.R2D2Learner:
+                 counter: Any = None, logdir: str = '',
+                 checkpoint_dir: Optional[str] = None) -> learning.R2D2Learner:
   return learning.R2D2Learner(config, environment_spec(env),
                               networks.make_network, replay, TABLE,
-                              counter=counter,
-                              logdir=logdir)
+                              counter=counter, logdir=logdir,
+                              checkpoint_dir=checkpoint_dir)
 
 
 def make_program(config: config_lib.Config,
@@ -68,14 +69,17 @@ def make_program(config: config_lib.Config,
     raise TypeError(f'make_program needs an r2d2.Config, got '
                     f'{type(config).__name__}.')
   program = launch.Program('r2d2')
-  counter = experiment_lib.add_counter(program)
+  # Counts continue from <logdir>/counts.json, the learner from its latest
+  # checkpoint, when the same logdir is launched again.
+  counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(
         functools.partial(make_tables, config, experiment.env)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         make_learner, config, experiment.env, replay, counter,
-        os.path.join(experiment.logdir, 'learner')))
+        os.path.join(experiment.logdir, 'learner'),
+        os.path.join(experiment.logdir, 'checkpoints')))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(acting.make_eval_actor, experiment.env, config,

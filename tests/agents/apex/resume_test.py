@@ -1,0 +1,90 @@
+"""Ape-X and R2D2 (one shared learner base) resume: a second launch with the
+same logdir continues the learner's step, version and weights, and the
+counts."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+import tree
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents import apex
+from repertory.agents import r2d2
+from repertory.components import model_store
+
+AGENTS = {
+    'apex': (apex, dict(torso_sizes=(16,), head_sizes=(16,), batch_size=8,
+                        min_replay_size=16, replay_size=500,
+                        samples_per_insert=1.0,
+                        samples_per_insert_tolerance=20.0,
+                        target_update_period=2)),
+    'r2d2': (r2d2, dict(torso_sizes=(16,), lstm_size=8, head_sizes=(16,),
+                        burn_in=2, trace_length=3, sequence_period=2,
+                        batch_size=4, min_replay_size=8, replay_size=500,
+                        samples_per_insert=1.0,
+                        samples_per_insert_tolerance=50.0,
+                        target_update_period=2)),
+}
+
+
+def _launch(agent, logdir):
+  module, tiny = AGENTS[agent]
+  config = module.Config(checkpoint_every_steps=2,
+                         checkpoint_every_minutes=None, **tiny)
+  experiment = experiment_lib.ExperimentConfig(
+      agent=agent, env='catch', num_actors=1, envs_per_actor=2,
+      max_actor_steps=10**9, eval_episodes=1, logdir=str(logdir),
+      launch_type='test_mt', progress_every_seconds=0.5)
+  program = module.make_program(config, experiment)
+  learner_node = program.groups['learner'][0]
+  learner_node.disable_run()
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=10)
+  learner = learner_node.create_handle().dereference()
+  counter = program.groups['counter'][0].create_handle().dereference()
+  return launched, learner, counter
+
+
+def _wait_for_count(counter, name, value, timeout_s=60):
+  deadline = time.monotonic() + timeout_s
+  counts = counter.get_counts()
+  while counts.get(name) != value and time.monotonic() < deadline:
+    time.sleep(0.1)
+    counts = counter.get_counts()
+  return counts
+
+
+@pytest.mark.parametrize('agent', sorted(AGENTS))
+def test_second_launch_continues_step_version_and_weights(agent, tmp_path):
+  launched, learner, counter = _launch(agent, tmp_path)
+  try:
+    for _ in range(5):
+      learner.step()
+    learner.flush_counts()
+    first = learner.get_variables(['policy'])
+    counts = _wait_for_count(counter, 'learner_steps', 5)
+    assert counts['learner_steps'] == 5 and counts['actor_steps'] > 0
+  finally:
+    launched.stop(timeout=60)
+  # The stop handler wrote a final checkpoint of step 5 (after the one of
+  # step 4).
+  restored = model_store.ModelStore(os.path.join(tmp_path, 'checkpoints'),
+                                    {}).restore()
+  assert (restored.step, restored.version) == (5, first.version)
+
+  launched, learner, counter = _launch(agent, tmp_path)
+  try:
+    assert learner.num_steps() == 5
+    resumed = learner.get_variables(['policy'])
+    assert resumed.version == first.version
+    tree.map_structure(np.testing.assert_array_equal, resumed.variables,
+                       first.variables)
+    assert counter.get_counts()['learner_steps'] == 5  # From counts.json.
+    learner.step()
+    assert learner.num_steps() == 6
+    assert learner.get_variables(['policy']).version == first.version + 1
+  finally:
+    launched.stop(timeout=60)
