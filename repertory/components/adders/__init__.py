@@ -19,5 +19,7 @@ from repertory.components.adders.n_step import NStepTransitionAdder
 from repertory.components.adders.sequence import EndBehavior
 from repertory.components.adders.sequence import sequence_signature
 from repertory.components.adders.sequence import SequenceAdder
+from repertory.components.adders.unroll import time_major_transitions
 from repertory.components.adders.unroll import unroll_signature
 from repertory.components.adders.unroll import UnrollAdder
+from repertory.components.adders.unroll import UnrollTransitions

@@ -27,7 +27,7 @@ transition unless `step_type[t+1] == FIRST` (an auto-reset boundary: the
 learner must mask it out, e.g. `mask = step_type[1:] != 0`).
 """
 
-from typing import Any, List, Optional
+from typing import Any, List, NamedTuple, Optional
 
 import dm_env
 import numpy as np
@@ -54,6 +54,51 @@ def unroll_signature(environment_spec,
     raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
   return base.step_signature(environment_spec, extras_spec, core_state_spec,
                              time_prefix=(unroll_length + 1,))
+
+
+class UnrollTransitions(NamedTuple):
+  """A batch of unrolls, time-major, as the T transitions a learner uses.
+
+  Attributes:
+    observation: [T + 1, B, ...] nest, o_0 .. o_T (o_T only bootstraps).
+    action: [T, B, ...] nest, a_t taken on o_t.
+    extras: [T, B, ...] nest, the actor's other outputs on o_t.
+    reward: [T, B], the reward of transition t -> t+1 (0 where masked).
+    discount: [T, B], its environment discount (0 where masked).
+    mask: [T, B] float32, 0 where o_{t+1} is FIRST: the batched environment
+      reset there and ignored a_t, so t -> t+1 is no transition.
+    first: [T + 1, B] bool, where each episode starts (recurrent unrolls).
+  """
+  observation: Any
+  action: Any
+  extras: Any
+  reward: Any
+  discount: Any
+  mask: Any
+  first: Any
+
+
+def time_major_transitions(data) -> UnrollTransitions:
+  """Splits a batch of `UnrollAdder` items (`[B, T + 1, ...]`, e.g. a
+  `reverb.ReplaySample`'s `data`) into time-major transitions (TensorFlow;
+  works inside a `tf.function`)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def time_major(x):  # [B, T + 1, ...] -> [T + 1, B, ...]
+    x = tf.convert_to_tensor(x)
+    return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
+
+  first = tf.equal(time_major(data['step_type']),
+                   int(dm_env.StepType.FIRST))                  # [T + 1, B]
+  mask = 1.0 - tf.cast(first[1:], tf.float32)                   # [T, B]
+  before_last = lambda x: time_major(x)[:-1]
+  return UnrollTransitions(
+      observation=tree.map_structure(time_major, data['observation']),
+      action=tree.map_structure(before_last, data['action']),
+      extras=tree.map_structure(before_last, data.get('extras', ())),
+      reward=mask * tf.cast(time_major(data['reward'])[1:], tf.float32),
+      discount=mask * tf.cast(time_major(data['discount'])[1:], tf.float32),
+      mask=mask, first=first)
 
 
 def _as_flat(nest) -> List[Any]:

@@ -82,3 +82,35 @@ def test_add_before_add_first(make_client, env_spec):
   adder = adders.UnrollAdder(client, 'queue', T, N)
   with pytest.raises(RuntimeError, match='add_first'):
     adder.add(np.zeros(N, np.int32), timestep(1))
+
+
+def test_time_major_transitions_mask_the_auto_resets(make_client, read_all,
+                                                      env_spec):
+  sig = adders.UnrollAdder.signature(
+      env_spec, T, extras_spec={'logits': specs.Array((2,), np.float32)})
+  client = make_client({'queue': sig})
+  adder = adders.UnrollAdder(client, 'queue', T, N, environment_spec=env_spec)
+  adder.add_first(timestep(0))
+  for k in range(1, 7):
+    adder.add(np.array([k, 10 + k]) - 1, timestep(k),
+              extras={'logits': np.full((N, 2), k - 1, np.float32)})
+  adder.flush()
+  items = read_all(client, 'queue')  # [unroll 0 env 0, env 1, unroll 1 ...]
+  batch = {key: np.stack([item[key] for item in items[2:]])  # Unroll 1.
+           for key in ('observation', 'action', 'reward', 'discount',
+                       'step_type')}
+  batch['extras'] = {'logits': np.stack(
+      [item['extras']['logits'] for item in items[2:]])}
+  got = adders.time_major_transitions(batch)
+  # Steps 3..6: env 0 is FIRST at 3 (the unroll's start, not a transition
+  # boundary); env 1 is FIRST at 5, so transition 4 -> 5 is masked.
+  np.testing.assert_array_equal(got.mask.numpy(), [[1, 1], [1, 0], [1, 1]])
+  np.testing.assert_array_equal(got.first.numpy()[:, 1],
+                                [False, False, True, False])
+  np.testing.assert_array_equal(got.observation.numpy()[:, 0], [3, 4, 5, 6])
+  np.testing.assert_array_equal(got.action.numpy(),
+                                [[3, 13], [4, 14], [5, 15]])
+  np.testing.assert_array_equal(got.extras['logits'].numpy()[:, 0, 0],
+                                [3, 4, 5])
+  np.testing.assert_array_equal(got.reward.numpy(), [[4, 14], [5, 0], [6, 16]])
+  np.testing.assert_array_equal(got.discount.numpy(), [[1, 1], [1, 0], [1, 1]])
