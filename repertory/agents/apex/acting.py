@@ -3,7 +3,6 @@ n-step transitions with actor-computed priorities (Horgan et al. 2018,
 "Distributed Prioritized Experience Replay", algorithm 1)."""
 
 import functools
-import time
 from typing import Any, Callable, List, Optional, Sequence
 
 import dm_env
@@ -14,6 +13,7 @@ from repertory import core
 from repertory import environments
 from repertory import launch
 from repertory.components import adders
+from repertory.components import evaluation
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 
@@ -69,7 +69,84 @@ class ApexPriority:
     return abs(target - float(item['extras']['q_taken'])) + 1e-6
 
 
-class ApexActor(core.Worker):
+class ReplayActor(core.Worker):
+  """What the Ape-X and R2D2 actors share: weight fetches (tagging the
+  adders' items with the policy version), episode bookkeeping, batched
+  reports to the counter and monitor (`ActorReporter`), the run loop and
+  shutdown. Subclasses set `_client`, `_network`, `_adders` and `_epsilon`,
+  call `_start_bookkeeping` and implement `step()` (calling
+  `_record_step`, `_end_episode` and `_after_call`)."""
+
+  def _start_bookkeeping(self, num_envs: int, counter: Any,
+                         monitor: Any) -> None:
+    self._reporter = evaluation.ActorReporter(counter, monitor)
+    self._returns = np.zeros(num_envs)
+    self._lengths = np.zeros(num_envs, np.int64)
+    self._done_returns: List[float] = []
+    self._done_lengths: List[int] = []
+    self._pending_steps = 0
+    self._calls = 0
+
+  @property
+  def epsilon(self) -> float:
+    return self._epsilon
+
+  def _fetch_weights(self, wait: bool) -> None:
+    version = self._client.version
+    self._client.update(wait=wait)
+    if self._client.version != version:
+      network_variables.assign_variables(self._network, self._client.params)
+      for adder in self._adders:
+        adder.set_policy_version(self._client.version)
+
+  def _record_step(self, j: int, reward: Any) -> None:
+    self._returns[j] += float(reward or 0.0)
+    self._lengths[j] += 1
+
+  def _end_episode(self, j: int) -> None:
+    self._done_returns.append(float(self._returns[j]))
+    self._done_lengths.append(int(self._lengths[j]))
+    self._returns[j], self._lengths[j] = 0.0, 0
+
+  def _after_call(self, num_steps: int) -> None:
+    """Counts one policy call of `num_steps` steps; reports every
+    `REPORT_EVERY_CALLS` calls; fetches new weights if due."""
+    self._pending_steps += num_steps
+    self._calls += 1
+    if self._calls % REPORT_EVERY_CALLS == 0:
+      self.report()
+    self._fetch_weights(wait=False)
+
+  def report(self) -> None:
+    """Sends the pending step count and finished episodes (futures)."""
+    self._reporter.report(self._pending_steps, self._done_returns,
+                          self._done_lengths)
+    self._pending_steps = 0
+    self._done_returns, self._done_lengths = [], []
+
+  def flush(self) -> None:
+    """Sends every item created so far to the table (blocks)."""
+    for adder in self._adders:
+      adder.flush()
+
+  def run(self) -> None:
+    stop = launch.stop_event()
+    try:
+      while not stop.is_set():
+        self.step()
+    finally:
+      self.close()
+
+  def close(self) -> None:
+    self._client.close()
+    for adder in self._adders:
+      try:
+        adder.close()
+      except Exception:  # pylint: disable=broad-except
+        pass  # The server may already be gone at shutdown.
+
+
+class ApexActor(ReplayActor):
   """Steps `envs_per_actor` environments with one batched policy call.
 
   Writes n-step transitions through one `NStepTransitionAdder` per
@@ -114,30 +191,11 @@ class ApexActor(core.Worker):
                                            config.constant_priority)),
             max_in_flight_items=config.max_in_flight_items)
         for p in self._priorities]
-    self._counter = counter
-    self._monitor = monitor
     self._timesteps = [env.reset() for env in self._envs]
     for adder, timestep in zip(self._adders, self._timesteps):
       adder.add_first(timestep)
-    self._returns = np.zeros(len(self._envs))
-    self._lengths = np.zeros(len(self._envs), np.int64)
-    self._done_returns: List[float] = []
-    self._done_lengths: List[int] = []
-    self._pending_steps = 0
-    self._calls = 0
+    self._start_bookkeeping(len(self._envs), counter, monitor)
     self._q_values: Optional[np.ndarray] = None
-
-  @property
-  def epsilon(self) -> float:
-    return self._epsilon
-
-  def _fetch_weights(self, wait: bool) -> None:
-    version = self._client.version
-    self._client.update(wait=wait)
-    if self._client.version != version:
-      network_variables.assign_variables(self._network, self._client.params)
-      for adder in self._adders:
-        adder.set_policy_version(self._client.version)
 
   def step(self) -> None:
     """One policy call, then one step in every environment."""
@@ -163,53 +221,15 @@ class ApexActor(core.Worker):
       self._priorities[j].bootstrap_value = float(np.max(next_q[j]))
       adder.add(actions[j], timestep,
                 extras={'q_taken': np.float32(q_values[j, actions[j]])})
-      self._returns[j] += float(timestep.reward or 0.0)
-      self._lengths[j] += 1
+      self._record_step(j, timestep.reward)
     for k, j in enumerate(ended):
-      self._done_returns.append(float(self._returns[j]))
-      self._done_lengths.append(int(self._lengths[j]))
-      self._returns[j], self._lengths[j] = 0.0, 0
+      self._end_episode(j)
       next_timesteps[j] = firsts[j]
       next_q[j] = next_q[num_envs + k]
       self._adders[j].add_first(firsts[j])
     self._timesteps = next_timesteps
     self._q_values = next_q[:num_envs]
-    self._pending_steps += num_envs
-    self._calls += 1
-    if self._calls % REPORT_EVERY_CALLS == 0:
-      self.report()
-    self._fetch_weights(wait=False)
-
-  def report(self) -> None:
-    """Sends the pending step count and finished episodes (futures)."""
-    if self._counter is not None and self._pending_steps:
-      self._counter.futures.increment(actor_steps=self._pending_steps)
-    if self._monitor is not None and self._done_returns:
-      self._monitor.futures.record_episodes(returns=self._done_returns,
-                                            lengths=self._done_lengths)
-    self._pending_steps = 0
-    self._done_returns, self._done_lengths = [], []
-
-  def flush(self) -> None:
-    """Sends every item created so far to the table (blocks)."""
-    for adder in self._adders:
-      adder.flush()
-
-  def run(self) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set():
-        self.step()
-    finally:
-      self.close()
-
-  def close(self) -> None:
-    self._client.close()
-    for adder in self._adders:
-      try:
-        adder.close()
-      except Exception:  # pylint: disable=broad-except
-        pass  # The server may already be gone at shutdown.
+    self._after_call(num_envs)
 
 
 def batch_policy(network: Callable[[Any], Any], observation_spec: Any):

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from repertory import core
 from repertory import environments
-from repertory import launch
 from repertory.agents.apex import acting as apex_acting
 from repertory.components import adders
 from repertory.components import variables as variables_lib
@@ -109,7 +108,7 @@ class R2D2Priority:
                  (1.0 - self._eta) * abs_deltas.mean()) + 1e-6
 
 
-class R2D2Actor(core.Worker):
+class R2D2Actor(apex_acting.ReplayActor):
   """Steps `envs_per_actor` environments with one recurrent policy call.
 
   Each environment has its own `SequenceAdder`; the adder stores the LSTM
@@ -160,8 +159,6 @@ class R2D2Actor(core.Worker):
             actor_id=actor_id, priority_fn=priority_fn,
             max_in_flight_items=config.max_in_flight_items)
         for _ in self._envs]
-    self._counter = counter
-    self._monitor = monitor
     num_envs = len(self._envs)
     self._state = {
         'hidden': np.zeros((num_envs, config.lstm_size), np.float32),
@@ -169,24 +166,7 @@ class R2D2Actor(core.Worker):
     self._timesteps = [env.reset() for env in self._envs]
     for adder, timestep in zip(self._adders, self._timesteps):
       adder.add_first(timestep)
-    self._returns = np.zeros(num_envs)
-    self._lengths = np.zeros(num_envs, np.int64)
-    self._done_returns: List[float] = []
-    self._done_lengths: List[int] = []
-    self._pending_steps = 0
-    self._calls = 0
-
-  @property
-  def epsilon(self) -> float:
-    return self._epsilon
-
-  def _fetch_weights(self, wait: bool) -> None:
-    version = self._client.version
-    self._client.update(wait=wait)
-    if self._client.version != version:
-      network_variables.assign_variables(self._network, self._client.params)
-      for adder in self._adders:
-        adder.set_policy_version(self._client.version)
+    self._start_bookkeeping(num_envs, counter, monitor)
 
   def step(self) -> None:
     """One recurrent policy call, then one step in every environment."""
@@ -205,54 +185,16 @@ class R2D2Actor(core.Worker):
       used_state = {'hidden': state['hidden'][j], 'cell': state['cell'][j]}
       adder.add(actions[j], timestep,
                 extras={'q_values': q_values[j]}, core_state=used_state)
-      self._returns[j] += float(timestep.reward or 0.0)
-      self._lengths[j] += 1
+      self._record_step(j, timestep.reward)
       if timestep.last():
-        self._done_returns.append(float(self._returns[j]))
-        self._done_lengths.append(int(self._lengths[j]))
-        self._returns[j], self._lengths[j] = 0.0, 0
+        self._end_episode(j)
         timestep = env.reset()
         adder.add_first(timestep)
         next_state['hidden'][j] = 0.0
         next_state['cell'][j] = 0.0
       self._timesteps[j] = timestep
     self._state = next_state
-    self._pending_steps += num_envs
-    self._calls += 1
-    if self._calls % REPORT_EVERY_CALLS == 0:
-      self.report()
-    self._fetch_weights(wait=False)
-
-  def report(self) -> None:
-    """Sends the pending step count and finished episodes (futures)."""
-    if self._counter is not None and self._pending_steps:
-      self._counter.futures.increment(actor_steps=self._pending_steps)
-    if self._monitor is not None and self._done_returns:
-      self._monitor.futures.record_episodes(returns=self._done_returns,
-                                            lengths=self._done_lengths)
-    self._pending_steps = 0
-    self._done_returns, self._done_lengths = [], []
-
-  def flush(self) -> None:
-    """Sends every sequence created so far to the table (blocks)."""
-    for adder in self._adders:
-      adder.flush()
-
-  def run(self) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set():
-        self.step()
-    finally:
-      self.close()
-
-  def close(self) -> None:
-    self._client.close()
-    for adder in self._adders:
-      try:
-        adder.close()
-      except Exception:  # pylint: disable=broad-except
-        pass  # The server may already be gone at shutdown.
+    self._after_call(num_envs)
 
 
 class R2D2EvalActor(core.Actor):
