@@ -5,13 +5,14 @@ Both networks share the recurrent interface of `recurrence.py`
 written once; the feedforward one has an empty state `()`.
 """
 
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import sonnet as snt
 import tensorflow as tf
 
 from repertory.components.networks import heads
 from repertory.components.networks import recurrence
+from repertory.components.networks import torsos
 
 Output = Union[heads.PolicyValueOutput, heads.GaussianPolicyValueOutput]
 
@@ -62,6 +63,34 @@ class PolicyValueNetwork(snt.Module):
     """`[T, B, ...]` -> (outputs `[T, B, ...]`, `()`); no state to reset."""
     del reset
     return self(observation), state
+
+
+def mlp_policy_value_network(environment_spec: Any,
+                             hidden_sizes: Sequence[int] = (64, 64)
+                             ) -> PolicyValueNetwork:
+  """An `MLPTorso` policy-value network for an environment, variables built.
+
+  Args:
+    environment_spec: anything with `observations` and `actions` specs (e.g.
+      `adders.EnvironmentSpec`, `experiment.environment_spec(env)`); a
+      discrete action spec (`num_values`) gives a categorical head, a
+      `[d]` one a Gaussian head.
+    hidden_sizes: the MLP's layer widths.
+  """
+  observations, actions = environment_spec.observations, environment_spec.actions
+  if hasattr(actions, 'num_values'):
+    head = dict(num_actions=int(actions.num_values))
+  elif len(actions.shape) == 1:
+    head = dict(action_size=int(actions.shape[0]))
+  else:
+    raise ValueError(f'mlp_policy_value_network: expected a discrete or a '
+                     f'[d] action spec, got {actions!r}.')
+  network = PolicyValueNetwork(
+      torsos.MLPTorso(tuple(hidden_sizes), max(len(observations.shape), 1)),
+      **head)
+  network(tf.zeros((1,) + tuple(observations.shape),
+                   tf.as_dtype(observations.dtype)))  # Creates the variables.
+  return network
 
 
 class RecurrentPolicyValueNetwork(snt.Module):

@@ -1,5 +1,8 @@
 """Policy-value networks: step vs unroll, heads, variables round trip."""
 
+import types
+
+from dm_env import specs
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -108,3 +111,21 @@ def test_unbuilt_network_has_no_variables_yet():
   net = networks.PolicyValueNetwork(networks.MLPTorso((8,)), num_actions=A)
   with pytest.raises(ValueError, match='dummy batch'):
     networks.get_variables(net)
+
+
+def test_mlp_policy_value_network_from_an_environment_spec():
+  observations = specs.Array((10, 5), np.float32)
+  discrete = networks.mlp_policy_value_network(types.SimpleNamespace(
+      observations=observations,
+      actions=specs.DiscreteArray(3, np.int32)), hidden_sizes=(8,))
+  assert networks.named_variables(discrete)  # Built: weights can be served.
+  output = discrete(tf.zeros((4, 10, 5)))
+  assert output.logits.shape == (4, 3) and output.value.shape == (4,)
+  continuous = networks.mlp_policy_value_network(types.SimpleNamespace(
+      observations=observations,
+      actions=specs.BoundedArray((2,), np.float32, -1.0, 1.0)))
+  assert isinstance(continuous(tf.zeros((1, 10, 5))),
+                    networks.GaussianPolicyValueOutput)
+  with pytest.raises(ValueError, match='expected a discrete or a'):
+    networks.mlp_policy_value_network(types.SimpleNamespace(
+        observations=observations, actions=specs.Array((2, 2), np.float32)))
