@@ -3,7 +3,7 @@
 
 import functools
 import os
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -46,14 +46,32 @@ def make_learner(config: config_lib.Config, env: str, replay: Any,
                               checkpoint_dir=checkpoint_dir)
 
 
-def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
-  """Builds the Ape-X program graph."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs an apex.Config, got '
-                    f'{type(config).__name__}.')
-  program = launch.Program('apex')
+def make_replay_program(name: str, config: Any,
+                        experiment: experiment_lib.ExperimentConfig,
+                        make_tables: Callable[[Any, str], Any],
+                        make_learner: Callable[..., Any],
+                        actor_ctor: Callable[..., Any],
+                        make_eval_actor: Callable[..., Any],
+                        make_network: Callable[[Any, Any], Any]
+                        ) -> launch.Program:
+  """The replay-style program both Ape-X and R2D2 build: a Reverb node with
+  the prioritized table, the counter, one learner, the monitor and N actors
+  (Horgan et al. 2018, figure 1).
+
+  Args:
+    name: the program's name.
+    config: the agent's Config.
+    experiment: the run's settings.
+    make_tables: `make_tables(config, env)` -> the Reverb tables.
+    make_learner: `make_learner(config, env, replay, counter, logdir,
+      checkpoint_dir)` -> the learner.
+    actor_ctor: `actor_ctor(i, config, experiment, make_network, replay,
+      TABLE, learner, counter, monitor)` -> actor i.
+    make_eval_actor: `make_eval_actor(env, config, make_network,
+      variable_source)` -> the monitor's evaluation actor.
+    make_network: the agent's network builder.
+  """
+  program = launch.Program(name)
   # Counts continue from <logdir>/counts.json, the learner from its latest
   # checkpoint, when the same logdir is launched again.
   counter = experiment_lib.add_counter(program, experiment.logdir)
@@ -67,12 +85,24 @@ def make_program(config: config_lib.Config,
         os.path.join(experiment.logdir, 'checkpoints')))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(acting.make_eval_actor, experiment.env, config,
-                        networks.make_network),
+      functools.partial(make_eval_actor, experiment.env, config,
+                        make_network),
       replay=replay)
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.CourierNode(
-          acting.ApexActor, i, config, experiment, networks.make_network,
-          replay, TABLE, learner, counter, monitor))
+          actor_ctor, i, config, experiment, make_network, replay, TABLE,
+          learner, counter, monitor))
   return program
+
+
+def make_program(config: config_lib.Config,
+                 experiment: experiment_lib.ExperimentConfig
+                 ) -> launch.Program:
+  """Builds the Ape-X program graph."""
+  if not isinstance(config, config_lib.Config):
+    raise TypeError(f'make_program needs an apex.Config, got '
+                    f'{type(config).__name__}.')
+  return make_replay_program('apex', config, experiment, make_tables,
+                             make_learner, acting.ApexActor,
+                             acting.make_eval_actor, networks.make_network)

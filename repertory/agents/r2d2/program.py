@@ -1,14 +1,13 @@
 """The R2D2 program: prioritized sequence replay, one learner, N actors
 (Kapturowski et al. 2019)."""
 
-import functools
-import os
 from typing import Any, Optional
 
 import numpy as np
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory.agents.apex import program as apex_program
 from repertory.agents.r2d2 import acting
 from repertory.agents.r2d2 import config as config_lib
 from repertory.agents.r2d2 import learning
@@ -16,7 +15,7 @@ from repertory.agents.r2d2 import networks
 from repertory.components import adders
 from repertory.components.replay import tables
 
-TABLE = 'priority_table'
+TABLE = apex_program.TABLE
 
 
 def environment_spec(env: str) -> adders.EnvironmentSpec:
@@ -64,30 +63,10 @@ def make_learner(config: config_lib.Config, env: str, replay: Any,
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
-  """Builds the R2D2 program graph."""
+  """Builds the R2D2 program graph (the same graph as Ape-X's)."""
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs an r2d2.Config, got '
                     f'{type(config).__name__}.')
-  program = launch.Program('r2d2')
-  # Counts continue from <logdir>/counts.json, the learner from its latest
-  # checkpoint, when the same logdir is launched again.
-  counter = experiment_lib.add_counter(program, experiment.logdir)
-  with program.group('replay'):
-    replay = program.add_node(launch.ReverbNode(
-        functools.partial(make_tables, config, experiment.env)))
-  with program.group('learner'):
-    learner = program.add_node(launch.CourierNode(
-        make_learner, config, experiment.env, replay, counter,
-        os.path.join(experiment.logdir, 'learner'),
-        os.path.join(experiment.logdir, 'checkpoints')))
-  monitor = experiment_lib.add_monitor(
-      program, experiment, counter, learner,
-      functools.partial(acting.make_eval_actor, experiment.env, config,
-                        networks.make_network),
-      replay=replay)
-  with program.group('actor'):
-    for i in range(experiment.num_actors):
-      program.add_node(launch.CourierNode(
-          acting.R2D2Actor, i, config, experiment, networks.make_network,
-          replay, TABLE, learner, counter, monitor))
-  return program
+  return apex_program.make_replay_program(
+      'r2d2', config, experiment, make_tables, make_learner,
+      acting.R2D2Actor, acting.make_eval_actor, networks.make_network)
