@@ -104,6 +104,24 @@ def stop_event() -> threading.Event:
   return current_runtime().stop_event
 
 
+def run_until_stop(step: Callable[[], Any]) -> None:
+  """Calls `step()` until the program stops: the `run()` loop of a node.
+
+  An exception `step()` raises once the program is stopping (a Reverb server
+  or another node went away mid-call) ends the loop quietly; one raised
+  before that propagates, and the node fails.
+  """
+  event = stop_event()
+  try:
+    while not event.is_set():
+      step()
+  except Exception:  # pylint: disable=broad-except
+    if not event.is_set():
+      raise
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    logging.info('%r raised while the program was stopping; ignored.', step)
+
+
 def wait_for_stop(timeout: Optional[float] = None) -> bool:
   """Blocks until the program is stopping; returns False on `timeout` (s)."""
   return current_runtime().stop_event.wait(timeout)
