@@ -47,24 +47,6 @@ def _is_finite(nest: Any) -> bool:
              if np.issubdtype(np.asarray(x).dtype, np.floating))
 
 
-def _continue_store(store: variables_lib.VariableStore,
-                    variables: Mapping[str, core.Nest], version: int) -> None:
-  """Makes `store` serve `variables` as `version` (resuming a run).
-
-  `VariableStore.publish` only counts up by one; a resumed learner must go on
-  from the checkpoint's version, so this sets it (under the store's lock).
-  """
-  reset = getattr(store, 'reset', None)
-  if callable(reset):
-    reset(variables, version)
-    return
-  copied = {k: variables_lib.to_numpy(v) for k, v in variables.items()}
-  with store._lock:  # pylint: disable=protected-access
-    store._variables.update(copied)  # pylint: disable=protected-access
-    store._version = int(version)  # pylint: disable=protected-access
-    store._lock.notify_all()  # pylint: disable=protected-access
-
-
 class FaultTolerance:
   """Resumes, checkpoints, skips non-finite updates and rolls back.
 
@@ -123,8 +105,8 @@ class FaultTolerance:
       if restored is None:
         self._save(self.step)
         return None
-      _continue_store(self._variable_store, self._get_variables(),
-                      restored.version)
+      # Versions continue from the checkpoint's (publish only counts up).
+      self._variable_store.reset(self._get_variables(), restored.version)
       self.step = restored.step
       self._saved_version = restored.version
       logging.info('Resumed at version %d, step %d from %s.',

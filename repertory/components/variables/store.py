@@ -66,6 +66,30 @@ class VariableStore(core.VariableSource):
       self._lock.notify_all()
       return self._version
 
+  def reset(self, variables: Mapping[str, core.Nest], version: int) -> int:
+    """Serves `variables` as `version` (a resumed or rolled-back learner).
+
+    Unlike `publish`, the version is set, not counted up: a learner resuming
+    from a checkpoint continues from that checkpoint's version. Readers
+    waiting in `wait_for_version` are woken. Groups not named keep their
+    values. Returns the version.
+
+    Raises:
+      ValueError: on an empty `variables` or a negative `version`.
+    """
+    if not isinstance(variables, Mapping) or not variables:
+      raise ValueError(
+          'reset() takes a non-empty dict {name: nest of arrays}, got '
+          f'{type(variables).__name__}: {variables!r:.200}')
+    if isinstance(version, bool) or int(version) != version or version < 0:
+      raise ValueError(f'reset() takes a version >= 0, got {version!r}.')
+    copied = {name: to_numpy(nest) for name, nest in variables.items()}
+    with self._lock:
+      self._variables.update(copied)
+      self._version = int(version)
+      self._lock.notify_all()
+      return self._version
+
   def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
     if isinstance(names, str):
       names = [names]

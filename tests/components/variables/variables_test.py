@@ -78,3 +78,34 @@ def test_wait_for_version_times_out_with_message():
 def test_bad_source_is_explained():
   with pytest.raises(TypeError, match='get_variables'):
     VariableClient(object(), 'policy')
+
+
+def test_store_reset_sets_the_version_and_wakes_waiters():
+  store = VariableStore({'policy': np.zeros(2), 'other': np.zeros(1)})
+  store.publish({'policy': np.ones(2)})
+  woke = []
+  waiter = threading.Thread(
+      target=lambda: woke.append(store.wait_for_version(40, timeout_s=10)))
+  waiter.start()
+  weights = np.full(2, 7.0)
+  assert store.reset({'policy': weights}, 42) == 42
+  weights[:] = 0.0  # The store holds a copy.
+  waiter.join(10)
+  assert woke == [42]
+  version, [policy, other] = store.get_variables(['policy', 'other'])
+  assert version == 42
+  np.testing.assert_array_equal(policy, np.full(2, 7.0))
+  np.testing.assert_array_equal(other, np.zeros(1))  # Untouched group.
+  assert store.publish({'policy': np.ones(2)}) == 43  # Counts on from there.
+  store.reset({'policy': np.ones(2)}, 3)  # May go back (a new run's store).
+  assert store.version == 3
+
+
+@pytest.mark.parametrize('variables, version, match', [
+    ({}, 1, 'non-empty dict'), ({'policy': np.zeros(1)}, -1, 'version >= 0'),
+    ({'policy': np.zeros(1)}, 1.5, 'version >= 0')])
+def test_store_reset_rejects_bad_input(variables, version, match):
+  store = VariableStore({'policy': np.zeros(1)})
+  with pytest.raises(ValueError, match=match):
+    store.reset(variables, version)
+  assert store.version == 0
