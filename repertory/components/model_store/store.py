@@ -9,6 +9,7 @@
     store.tag(version, 'best')             # survives rotation
     store.restore(version=120)             # roll back to version 120
     store.restore(tag='best')
+    store.latest()                         # (version, step, path) on disk
 
 The last `max_to_keep` checkpoints rotate (`tf.train.CheckpointManager`);
 tagged versions are copied aside and kept until re-tagged.
@@ -99,6 +100,17 @@ class ModelStore:
   def versions(self) -> List[int]:
     """The versions of the rotating checkpoints on disk, oldest first."""
     return [int(path.rsplit('-', 1)[1]) for path in self._manager.checkpoints]
+
+  def latest(self) -> Optional[Restored]:
+    """The latest checkpoint's (version, step, path), read from disk without
+    restoring anything; None if there is none."""
+    path = self._manager.latest_checkpoint
+    if path is None:
+      return None
+    reader = tf.train.load_checkpoint(path)
+    return Restored(int(reader.get_tensor('version/.ATTRIBUTES/VARIABLE_VALUE')),
+                    int(reader.get_tensor('step/.ATTRIBUTES/VARIABLE_VALUE')),
+                    path)
 
   def tags(self) -> Dict[str, int]:
     """Tag name -> version."""

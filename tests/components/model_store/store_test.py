@@ -99,3 +99,23 @@ def test_maybe_save_by_steps(tmp_path):
 def test_reserved_names_are_refused(tmp_path):
   with pytest.raises(ValueError, match='reserved'):
     model_store.ModelStore(str(tmp_path), {'version': tf.Variable(1)})
+
+
+def test_latest_reads_version_and_step_without_restoring(tmp_path):
+  network, optimizer = _make_objects()
+  store = model_store.ModelStore(str(tmp_path), {'network': network,
+                                                 'optimizer': optimizer})
+  assert store.latest() is None
+  store.save(3, step=30)
+  _train_step(network, optimizer)
+  store.save(5, step=52)
+  weights = _weights(network)
+  _train_step(network, optimizer)  # Not saved; latest() must not undo it.
+  changed = _weights(network)
+  reader = model_store.ModelStore(str(tmp_path), {})
+  latest = reader.latest()
+  assert (latest.version, latest.step) == (5, 52)
+  assert latest.path.endswith('-5')
+  assert store.latest() == latest
+  assert not np.allclose(changed[0], weights[0])
+  np.testing.assert_array_equal(_weights(network)[0], changed[0])
