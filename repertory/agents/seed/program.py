@@ -43,15 +43,26 @@ def make_program(config: config_lib.Config,
       experiment.env)
   num_actions = networks_lib.num_actions(action_spec)
   program = launch.Program('seed')
+  checkpointing = {}  # Resume: the queue, like IMPALA's.
+  if config.replay_checkpoint_minutes is not None:
+    checkpointing = dict(
+        checkpoint_ctor=functools.partial(
+            impala_program.make_replay_checkpointer,
+            os.path.join(experiment.logdir, 'replay')),
+        checkpoint_time_delta_minutes=config.replay_checkpoint_minutes)
   with program.group('replay'):
-    replay = program.add_node(launch.ReverbNode(functools.partial(
-        impala_program.make_tables, config, observation_spec, action_spec)))
-  counter = experiment_lib.add_counter(program)
+    replay = program.add_node(launch.ReverbNode(
+        functools.partial(impala_program.make_tables, config,
+                          observation_spec, action_spec),
+        **checkpointing))
+  counter = experiment_lib.add_counter(program, experiment.logdir)
 
   learner_node = launch.CourierNode(
       learning.VTraceLearner, config, observation_spec, action_spec, replay,
       TABLE, counter=counter, logdir=os.path.join(experiment.logdir, 'learner'),
-      seed=experiment.seed)
+      seed=experiment.seed,
+      checkpoint_dir=os.path.join(experiment.logdir, 'checkpoints'),
+      snapshot_dir=os.path.join(experiment.logdir, 'snapshot'))
   learner = learner_node.create_handle()
   num_servers = config.num_inference_servers
   actors_per_server = [len(range(s, experiment.num_actors, num_servers))
