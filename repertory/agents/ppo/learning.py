@@ -13,6 +13,15 @@ One `step()` is one round:
    surrogate with value clipping and an entropy bonus;
 4. publish version v + 1, which releases the actors for the next round.
 
+A minibatch update with a non-finite loss or gradient is skipped (weights
+and Adam's state untouched). With a `checkpoint_dir` the learner resumes
+from its latest checkpoint (round count and version continue), checkpoints
+every `checkpoint_every_*`, writes a final checkpoint when the program stops,
+and after `max_bad_updates` rounds in a row with a skipped update rolls back
+to its latest checkpoint (`repertory.components.learners.FaultTolerance`).
+Every round publishes exactly one new version (a rollback's republish is
+that round's), so the actors' rounds stay in step.
+
 Unroll layout (`UnrollAdder`): step t holds o_t with the reward and discount
 that came with it, and the action a_t, log π(a_t|o_t) and V(o_t) of the
 actor. Transition t -> t+1 is (a_t, reward[t+1], discount[t+1]); it is not a
@@ -22,6 +31,7 @@ across the reset).
 """
 
 import collections
+import contextlib
 import queue as queue_lib
 import threading
 import time
@@ -38,7 +48,9 @@ from repertory import core
 from repertory import launch
 from repertory.agents.ppo import config as config_lib
 from repertory.agents.ppo import networks as networks_lib
+from repertory.components import learners
 from repertory.components import losses
+from repertory.components import model_store
 from repertory.components import networks
 from repertory.components.loggers import make_logger
 from repertory.components import replay as replay_lib
@@ -76,7 +88,9 @@ class PPOLearner(core.Learner):
                envs_per_actor: int,
                counter: Any = None,
                logdir: Optional[str] = None,
-               anneal_steps: int = 0):
+               anneal_steps: int = 0,
+               checkpoint_dir: Optional[str] = None,
+               snapshot_dir: Optional[str] = None):
     """Builds the network, the optimizer and the version store.
 
     Args:
@@ -92,6 +106,12 @@ class PPOLearner(core.Learner):
       anneal_steps: actor steps over which the learning rate anneals to 0
         when `config.anneal_learning_rate` (`config.anneal_steps` wins when
         set); 0 disables annealing.
+      checkpoint_dir: if set, resume from the latest checkpoint there,
+        checkpoint every `config.checkpoint_every_*` rounds/minutes, roll
+        back after `config.max_bad_updates` bad rounds in a row, and write a
+        final checkpoint when the program stops.
+      snapshot_dir: if set, a greedy policy snapshot (SavedModel) is
+        exported there when the program stops.
     """
     if num_actors < 1 or envs_per_actor < 1:
       raise ValueError(f'PPOLearner needs num_actors >= 1 and envs_per_actor '
@@ -134,6 +154,28 @@ class PPOLearner(core.Learner):
                                            flat(tf.float32),
                                            flat(tf.float32)])
     self._advantages = tf.function(self._advantages_impl)
+    self._observation_spec = observation_spec
+    self._snapshot_dir = snapshot_dir
+    self._nonfinite_updates = 0
+    self._guard = None
+    if checkpoint_dir is not None:
+      learners.create_optimizer_state(self._optimizer,
+                                      self._network.trainable_variables)
+      self._guard = learners.FaultTolerance(
+          model_store.ModelStore(
+              checkpoint_dir,
+              {'network': self._network, 'optimizer': self._optimizer},
+              max_to_keep=config.checkpoints_to_keep,
+              checkpoint_every_steps=config.checkpoint_every_steps,
+              checkpoint_every_minutes=config.checkpoint_every_minutes),
+          self._store, self._policy_variables,
+          max_bad_updates=config.max_bad_updates)
+      restored = self._guard.resume()
+      if restored is not None:
+        self._rounds = restored.step
+    if snapshot_dir is not None and launch.get_launch_type() is not None:
+      # After the guard's final checkpoint (stop handlers run in order).
+      launch.register_stop_handler(self._final_snapshot)
 
   # --- VariableSource and round synchronisation ------------------------------
 
@@ -144,6 +186,14 @@ class PPOLearner(core.Learner):
   def version(self) -> int:
     """The version of the weights published last (the current round's)."""
     return self._store.version
+
+  @property
+  def rounds(self) -> int:
+    """Rounds trained (continues from the checkpoint on resume)."""
+    return self._rounds
+
+  def _policy_variables(self) -> Dict[str, Any]:
+    return {networks_lib.POLICY: networks.get_variables(self._network)}
 
   def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
     """Blocks up to `timeout_s` until `version` is published; returns the
@@ -286,8 +336,11 @@ class PPOLearner(core.Learner):
       gradients, norm = tf.clip_by_global_norm(gradients, c.max_grad_norm)
     else:
       norm = tf.linalg.global_norm(gradients)
-    self._optimizer.apply(gradients, params)
+    # A non-finite loss or gradient leaves weights and Adam's state alone.
+    applied = learners.apply_if_finite(self._optimizer, gradients, params,
+                                       loss.loss)
     metrics = {f'losses/{k}': v for k, v in loss.extra.items()}
+    metrics['learner/applied'] = applied
     metrics['losses/total'] = loss.loss
     metrics['charts/gradient_norm'] = norm
     return metrics
@@ -314,6 +367,7 @@ class PPOLearner(core.Learner):
     num_samples = len(flat['action'])
     sums = collections.defaultdict(float)
     count = 0
+    skipped = 0
     first_kl = None
     for _ in range(c.num_epochs):
       order = self._rng.permutation(num_samples)
@@ -324,6 +378,10 @@ class PPOLearner(core.Learner):
             flat['observation'][indices], flat['action'][indices],
             flat['log_prob'][indices], flat['value'][indices],
             flat['advantages'][indices], flat['returns'][indices])
+        if not bool(metrics.pop('learner/applied')):
+          skipped += 1
+          logging.warning('PPO learner: non-finite loss or gradient in round '
+                          '%d; minibatch update skipped.', self._rounds + 1)
         if first_kl is None:  # Before any update: must be ~0 (lag 0).
           first_kl = float(metrics['losses/approx_kl'])
         for k, v in metrics.items():
@@ -335,6 +393,7 @@ class PPOLearner(core.Learner):
     out['charts/learning_rate'] = float(self._learning_rate.numpy())
     out['charts/samples'] = num_samples
     out['charts/updates'] = count
+    out['learner/skipped_updates'] = skipped
     return out
 
   def step(self, stop=None) -> Optional[Dict[str, float]]:
@@ -351,10 +410,27 @@ class PPOLearner(core.Learner):
     # The synchronous guarantee: nothing but version v enters the update.
     assert np.all(lags == 0), f'policy lag in a PPO batch: {lags}'
     waited = time.monotonic() - start
-    metrics = self.train_on_round(batch)
-    new_version = self._store.publish(
-        {networks_lib.POLICY: networks.get_variables(self._network)})
-    self._rounds += 1
+    with self._guard.lock if self._guard else contextlib.nullcontext():
+      if self._guard is not None and self._guard.stopped:
+        return None  # The final checkpoint is written: no update after it.
+      metrics = self.train_on_round(batch)
+      applied = metrics['learner/skipped_updates'] == 0
+      if not applied:
+        self._nonfinite_updates += 1
+      self._rounds += 1
+      # Exactly one new version per round: the actors wait for version + 1.
+      if applied or self._guard is None:
+        self._store.publish(self._policy_variables())
+        if self._guard is not None:
+          self._guard.record_update(True, self._rounds)
+      elif not self._guard.record_update(False, self._rounds):
+        self._store.publish(self._policy_variables())
+      # else: rolled back; the restored weights were published as the new
+      # version.
+      new_version = self.version
+    metrics['learner/nonfinite_rounds'] = self._nonfinite_updates
+    if self._guard is not None:
+      metrics['learner/rollbacks'] = self._guard.rollbacks
     metrics.update({
         'rounds': self._rounds,
         'version': new_version,
@@ -376,6 +452,33 @@ class PPOLearner(core.Learner):
     if self._count_future is not None:
       self._count_future.result()  # Surfaces a failed previous increment.
     self._count_future = self._counter.futures.increment(**counts)
+
+  # --- checkpoints ----------------------------------------------------------
+
+  def rollback(self, version: Optional[int] = None,
+               tag: Optional[str] = None) -> int:
+    """Restores checkpoint `version` (or `tag`; default: the latest) and
+    republishes its weights as a new, higher version, which it returns.
+
+    Call it between rounds (e.g. from the learner's own thread): the actors
+    take the new version as the next round's.
+    """
+    if self._guard is None:
+      raise ValueError('rollback() needs a learner built with checkpoint_dir.')
+    return self._guard.rollback(version=version, tag=tag)
+
+  def export_snapshot(self, path: str) -> str:
+    """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""
+    return networks_lib.export_snapshot(path, self._network,
+                                        self._observation_spec)
+
+  def _final_snapshot(self) -> None:
+    with self._guard.lock if self._guard else contextlib.nullcontext():
+      try:
+        logging.info('Policy snapshot exported to %s.',
+                     self.export_snapshot(self._snapshot_dir))
+      except Exception:  # pylint: disable=broad-except
+        logging.exception('Exporting the policy snapshot failed.')
 
   def run(self) -> None:
     stop = launch.stop_event()

@@ -67,3 +67,19 @@ class Policy:
 
   def set_weights(self, weights) -> None:
     networks.assign_variables(self.network, weights)
+
+
+def export_snapshot(path: str, network: snt.Module,
+                    observation_spec: specs.Array) -> str:
+  """Exports `network`'s greedy policy as a SavedModel at `path`.
+
+  The snapshot runs without the training code:
+  `python -m repertory.evaluate --snapshot=<path> --env=...`.
+  """
+  from repertory.components import model_store  # pylint: disable=g-import-not-at-top
+
+  def policy(observation):
+    return tf.argmax(network(observation).logits, axis=-1,
+                     output_type=tf.int32)
+  return model_store.export_policy(path, policy, observation_spec,
+                                   owner=network)

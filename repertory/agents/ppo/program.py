@@ -8,6 +8,8 @@ actors --unrolls of version v--> queue --one round--> learner
 """
 
 import functools
+import os
+from typing import Optional
 
 from repertory import experiment as experiment_lib
 from repertory import launch
@@ -31,16 +33,21 @@ def make_tables(config: config_lib.Config, env: str, num_actors: int,
 
 
 def make_learner(config: config_lib.Config, env: str, replay, num_actors: int,
-                 envs_per_actor: int, counter, logdir: str,
-                 anneal_steps: int):
-  """Builds the learner inside its node (specs come from the environment)."""
+                 envs_per_actor: int, counter, logdir: Optional[str],
+                 anneal_steps: int, checkpoint_dir: Optional[str] = None,
+                 snapshot_dir: Optional[str] = None):
+  """Builds the learner inside its node (specs come from the environment).
+
+  With `checkpoint_dir` it resumes from its latest checkpoint there.
+  """
   from repertory.agents.ppo import learning  # pylint: disable=g-import-not-at-top
   from repertory.agents.ppo import networks as networks_lib  # pylint: disable=g-import-not-at-top
   observation_spec, action_spec = networks_lib.environment_specs(env)
   return learning.PPOLearner(
       config, observation_spec, action_spec, replay, acting.QUEUE,
       num_actors=num_actors, envs_per_actor=envs_per_actor, counter=counter,
-      logdir=logdir, anneal_steps=anneal_steps)
+      logdir=logdir, anneal_steps=anneal_steps, checkpoint_dir=checkpoint_dir,
+      snapshot_dir=snapshot_dir)
 
 
 def make_program(config: config_lib.Config,
@@ -54,13 +61,16 @@ def make_program(config: config_lib.Config,
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, experiment.env, experiment.num_actors,
         experiment.envs_per_actor)))
-  counter = experiment_lib.add_counter(program)
+  logdir = experiment.logdir
+  counter = experiment_lib.add_counter(program, logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         make_learner, config, experiment.env, replay, experiment.num_actors,
         experiment.envs_per_actor, counter,
-        experiment.logdir + '/learner' if experiment.logdir else None,
-        experiment.max_actor_steps))
+        os.path.join(logdir, 'learner') if logdir else None,
+        experiment.max_actor_steps,
+        checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None,
+        snapshot_dir=os.path.join(logdir, 'snapshot') if logdir else None))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(acting.make_eval_actor, env=experiment.env,
