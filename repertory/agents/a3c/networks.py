@@ -7,6 +7,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.ppo.networks import environment_specs  # pylint: disable=unused-import
+from repertory.agents.ppo.networks import export_snapshot  # pylint: disable=unused-import
 from repertory.agents.ppo.networks import make_network  # pylint: disable=unused-import
 from repertory.agents.ppo.networks import Policy  # pylint: disable=unused-import
 from repertory.agents.ppo.networks import POLICY  # pylint: disable=unused-import

@@ -9,6 +9,8 @@ No replay: experience never leaves the actor that collected it.
 """
 
 import functools
+import os
+from typing import Optional
 
 from repertory import experiment as experiment_lib
 from repertory import launch
@@ -17,13 +19,20 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.ppo import acting as ppo_acting
 
 
-def make_learner(config: config_lib.Config, env: str, counter, logdir: str):
-  """Builds the learner inside its node (specs come from the environment)."""
+def make_learner(config: config_lib.Config, env: str, counter,
+                 logdir: Optional[str], checkpoint_dir: Optional[str] = None,
+                 snapshot_dir: Optional[str] = None):
+  """Builds the learner inside its node (specs come from the environment).
+
+  With `checkpoint_dir` it resumes from its latest checkpoint there.
+  """
   from repertory.agents.a3c import learning  # pylint: disable=g-import-not-at-top
   from repertory.agents.a3c import networks as networks_lib  # pylint: disable=g-import-not-at-top
   observation_spec, action_spec = networks_lib.environment_specs(env)
   return learning.A3CLearner(config, observation_spec, action_spec,
-                             counter=counter, logdir=logdir)
+                             counter=counter, logdir=logdir,
+                             checkpoint_dir=checkpoint_dir,
+                             snapshot_dir=snapshot_dir)
 
 
 def make_program(config: config_lib.Config,
@@ -33,11 +42,14 @@ def make_program(config: config_lib.Config,
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs an A3C Config, got {config!r}.')
   program = launch.Program('a3c')
-  counter = experiment_lib.add_counter(program)
+  logdir = experiment.logdir
+  counter = experiment_lib.add_counter(program, logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         make_learner, config, experiment.env, counter,
-        experiment.logdir + '/learner' if experiment.logdir else None))
+        os.path.join(logdir, 'learner') if logdir else None,
+        checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None,
+        snapshot_dir=os.path.join(logdir, 'snapshot') if logdir else None))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       functools.partial(ppo_acting.make_eval_actor, env=experiment.env,
