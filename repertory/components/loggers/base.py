@@ -11,7 +11,12 @@ LoggingData = Mapping[str, Any]
 
 
 class Logger(abc.ABC):
-  """Writes dicts of values (scalars, small arrays, strings) somewhere."""
+  """Writes dicts of values (scalars, arrays, strings) somewhere.
+
+  A numeric array of more than one element is a *distribution* (e.g. the
+  policy lag of every item of a batch): TensorBoard draws it as a histogram,
+  CSV files and the terminal get its mean (`summarize`).
+  """
 
   @abc.abstractmethod
   def write(self, values: LoggingData) -> None:
@@ -29,6 +34,24 @@ def to_scalar(value: Any) -> Any:
     value = value.reshape(()).item()
   if isinstance(value, np.generic):
     value = value.item()
+  return value
+
+
+def is_distribution(value: Any) -> bool:
+  """True for a numeric numpy array (or tensor) of more than one element."""
+  if hasattr(value, 'numpy'):
+    value = value.numpy()
+  return (isinstance(value, np.ndarray) and value.size > 1 and
+          (np.issubdtype(value.dtype, np.number) or value.dtype == bool))
+
+
+def summarize(value: Any) -> Any:
+  """`to_scalar`, and a distribution's mean (what CSV and terminal show)."""
+  value = to_scalar(value)
+  if is_distribution(value):
+    return float(np.mean(value))
+  if isinstance(value, np.ndarray) and value.size == 0:
+    return float('nan')  # E.g. the lags of a batch whose items all dropped.
   return value
 
 

@@ -12,6 +12,9 @@ from repertory.components.loggers import base
 class CSVLogger(base.Logger):
   """Writes `<directory>/<label>.csv`; the header is the first row's keys.
 
+  A distribution (a numeric array of more than one element) is written as
+  its mean.
+
   A key first seen after the header was written widens the file: it is
   rewritten once with the new column (earlier rows leave it empty). An
   existing file (a resumed run) is appended to under its own header.
@@ -56,7 +59,7 @@ class CSVLogger(base.Logger):
     return True
 
   def write(self, values: base.LoggingData) -> None:
-    row = {k: base.to_scalar(v) for k, v in values.items()}
+    row = {k: base.summarize(v) for k, v in values.items()}
     if self._fields is None and not self._append():
       self._open(sorted(row))
     elif not set(row) <= set(self._fields):

@@ -1,12 +1,18 @@
-"""Writes numeric values as TensorBoard scalars (TensorFlow imported lazily)."""
+"""Writes numeric values as TensorBoard scalars and histograms (TensorFlow
+imported lazily)."""
 
 from typing import Optional
+
+import numpy as np
 
 from repertory.components.loggers import base
 
 
 class TensorBoardLogger(base.Logger):
-  """`tf.summary.scalar` for every numeric value of a row.
+  """`tf.summary.scalar` for every number of a row, `tf.summary.histogram`
+  for every distribution (a numeric array of more than one element, e.g.
+  `'charts/policy_lag_histogram': lag` with `lag` [B]); other values (strings,
+  empty arrays) are skipped.
 
   The step is `values[steps_key]` when present (e.g. 'actor_steps' from a
   counter), else the number of rows written. TensorFlow is imported on the
@@ -32,7 +38,9 @@ class TensorBoardLogger(base.Logger):
     with self._writer.as_default():
       for key, value in values.items():
         value = base.to_scalar(value)
-        if base.is_number(value):
+        if base.is_distribution(value):
+          tf.summary.histogram(key, value.astype(np.float64), step=step)
+        elif base.is_number(value):
           tf.summary.scalar(key, value, step=step)
     self._rows += 1
 

@@ -8,7 +8,7 @@ from repertory.components.loggers import base
 
 
 def _format(value) -> str:
-  value = base.to_scalar(value)
+  value = base.summarize(value)  # A distribution prints as its mean.
   if isinstance(value, float):
     return f'{value:.4g}'
   return str(value)

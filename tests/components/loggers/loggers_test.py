@@ -44,3 +44,42 @@ def test_terminal_time_filter():
 def test_bad_label():
   with pytest.raises(ValueError, match='label'):
     loggers.make_logger('a/b')
+
+
+def _events(directory):
+  """{tag: [(step, summary value)]} of the TensorBoard files in `directory`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  events = {}
+  for path in glob.glob(os.path.join(directory, '*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        events.setdefault(value.tag, []).append((event.step, value))
+  return events
+
+
+def test_a_distribution_is_a_histogram_in_tensorboard_and_a_mean_elsewhere(
+    tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  printed = []
+  logger = loggers.make_logger('learner', logdir=str(tmp_path), time_delta=0.0,
+                               steps_key='learner_steps',
+                               print_fn=printed.append)
+  lag = np.array([0, 1, 1, 2, 2, 2, 6], np.int64)
+  logger.write({'charts/policy_lag_histogram': lag, 'learner_steps': 5,
+                'one': np.array([3.0]), 'none': np.zeros(0)})
+  logger.close()
+  assert 'learner/charts/policy_lag_histogram = 2 ' in printed[0] + ' '
+  with open(tmp_path / 'csv' / 'learner.csv') as f:
+    row = next(csv.DictReader(f))
+  assert float(row['learner/charts/policy_lag_histogram']) == 2.0
+  assert float(row['learner/one']) == 3.0 and row['learner/none'] == 'nan'
+  events = _events(os.path.join(tmp_path, 'tensorboard', 'learner'))
+  [(step, histogram)] = events['learner/charts/policy_lag_histogram']
+  assert step == 5
+  assert histogram.metadata.plugin_data.plugin_name == 'histograms'
+  buckets = tf.make_ndarray(histogram.tensor)  # [k, 3]: left, right, count.
+  assert buckets.shape[1] == 3 and buckets[:, 2].sum() == len(lag)
+  assert buckets[:, 0].min() == 0 and buckets[:, 1].max() == 6
+  [(_, one)] = events['learner/one']  # A single element stays a scalar.
+  assert one.metadata.plugin_data.plugin_name == 'scalars'
+  assert 'learner/none' not in events  # Nothing to draw.
