@@ -44,7 +44,9 @@ class RunMonitor:
       `RECENT_EPISODES` training episodes reaches this (None: never).
     eval_episodes: evaluation episodes with the final weights.
     metadata: extra fields for `results.json` (agent, env, launch type, ...).
-    replay: optional Reverb client whose table sizes are reported.
+    replay: optional Reverb client whose tables' sizes and samples per
+      insert are summarized (`tables/<name>/size`,
+      `tables/<name>/samples_per_insert`).
     progress_every_seconds: period of the progress line.
   """
 
@@ -119,7 +121,7 @@ class RunMonitor:
                                 if lag_items > last_items else float('nan')),
           'dropped_stale': int(counts.get('dropped_stale', 0)),
       }
-    summary.update(self._table_sizes())
+    summary.update(self._table_summaries())
     return summary
 
   def results(self) -> Optional[dict]:
@@ -175,19 +177,30 @@ class RunMonitor:
       enough = len(self._returns) == RECENT_EPISODES
     return enough and summary['episode_return_mean'] >= self._stop_at_return
 
-  def _table_sizes(self) -> Dict[str, int]:
+  def _table_summaries(self) -> Dict[str, float]:
+    """`tables/<name>/size` and `tables/<name>/samples_per_insert` (items
+    sampled per item inserted since the table was created: 1 for a queue
+    whose every unroll is consumed once, the rate limiter's ratio for
+    replay; nan before the first insert) of every Reverb table."""
     if self._replay is None:
       return {}
     try:
       info = self._replay.server_info(timeout=1)
     except Exception:  # pylint: disable=broad-except
       return {}
-    return {f'table/{name}': int(table.current_size)
-            for name, table in info.items()}
+    summaries = {}
+    for name, table in info.items():
+      limiter = table.rate_limiter_info
+      inserts = limiter.insert_stats.completed
+      summaries[f'tables/{name}/size'] = int(table.current_size)
+      summaries[f'tables/{name}/samples_per_insert'] = (
+          limiter.sample_stats.completed / inserts if inserts else float('nan'))
+    return summaries
 
   def _log_progress(self, summary: Mapping[str, Any]) -> None:
-    tables = ' '.join(f'{k[len("table/"):]}={v}' for k, v in summary.items()
-                      if k.startswith('table/'))
+    tables = ' '.join(f'{k[len("tables/"):-len("/size")]}={v}'
+                      for k, v in summary.items()
+                      if k.startswith('tables/') and k.endswith('/size'))
     self._log_line(
         f'actor_steps={summary["actor_steps"]} '
         f'({summary["actor_steps_per_second"]:.0f}/s) '
