@@ -5,7 +5,7 @@ actor-critic (Mnih et al. 2016, arXiv:1602.01783, alg. S3) fed by a queue.
 
  actor/i --UnrollAdder--> replay (Reverb queue) --make_dataset--> learner
     ^                                                                 |
-    +------ VariableClient <-- VariableStore ('policy', versioned) ---+
+    +---- FeedForwardActor <-- VariableStore ('policy', versioned) ---+
  counter <-- steps, lag    monitor <-- episodes; stops, evaluates, results.json
 """
 
@@ -53,34 +53,29 @@ class Config:
                        f'[1, max_queue_size={self.max_queue_size}].')
 
 
-def make_network(config: Config, env: Any) -> networks.PolicyValueNetwork:
-  return networks.mlp_policy_value_network(
-      experiment_lib.environment_spec(env), config.hidden_sizes)
-
-
 def make_actor(config: Config, experiment: experiment_lib.ExperimentConfig,
-               actor_id: int, learner: Any, replay: Any, counter: Any,
-               monitor: Any) -> actors.BatchedActor:
+               spec: adders.EnvironmentSpec, actor_id: int, learner: Any,
+               replay: Any, counter: Any, monitor: Any) -> actors.BatchedActor:
   """Samples actions for its environments; writes [T + 1] unrolls."""
-  env, n, seed = (experiment.env, experiment.envs_per_actor,
-                  experiment.actor_seed(actor_id))
+  n, seed = experiment.envs_per_actor, experiment.actor_seed(actor_id)
   policy = actors.FeedForwardActor(
-      make_network(config, env), learner, POLICY, greedy=False, seed=seed,
+      networks.mlp_policy_value_network(spec, config.hidden_sizes), learner,
+      POLICY, greedy=False, seed=seed,
       update_period=config.variable_update_period)
   adder = adders.UnrollAdder(replay, TABLE, config.unroll_length, n, actor_id,
-                             experiment_lib.environment_spec(env))
-  return actors.BatchedActor(environments.make_batched(env, n, seed=seed),
-                             policy, adder, counter, monitor,
-                             report_every=config.unroll_length)
+                             spec)
+  return actors.BatchedActor(
+      environments.make_batched(experiment.env, n, seed=seed), policy, adder,
+      counter, monitor, report_every=config.unroll_length)
 
 
 class Learner(core.Learner):
   """A2C updates on batches of unrolls; serves the versioned weights."""
 
-  def __init__(self, config: Config, env: Any, replay: Any, counter: Any,
-               logdir: Optional[str] = None):
+  def __init__(self, config: Config, spec: adders.EnvironmentSpec,
+               replay: Any, counter: Any, logdir: Optional[str] = None):
     self._config, self._counter = config, counter
-    self._network = make_network(config, env)
+    self._network = networks.mlp_policy_value_network(spec, config.hidden_sizes)
     self._optimizer = snt.optimizers.Adam(config.learning_rate)
     self._store = variables.VariableStore(
         {POLICY: networks.get_variables(self._network)})  # Version 0.
@@ -122,17 +117,15 @@ class Learner(core.Learner):
     self._counter.futures.increment(learner_steps=1, policy_lag_items=len(lag),
                                     policy_lag_sum=int(lag.sum()))
     self._logger.write({**{f'losses/{k}': float(v) for k, v in metrics.items()},
-                        'learner/version': version,
-                        'charts/policy_lag': float(lag.mean()),
-                        'charts/policy_lag_histogram': lag})
+                        'learner/version': version, 'charts/policy_lag': lag})
 
   def run(self) -> None:
     launch.run_until_stop(self.step)
+    self._logger.close()  # Flushes the CSV and TensorBoard files.
 
 
-def make_tables(config: Config, env: Any) -> list:
-  signature = adders.unroll_signature(experiment_lib.environment_spec(env),
-                                      config.unroll_length)
+def make_tables(config: Config, spec: adders.EnvironmentSpec) -> list:
+  signature = adders.unroll_signature(spec, config.unroll_length)
   return [replay_lib.queue_table(TABLE, config.max_queue_size, signature,
                                  batch_size=config.batch_size)]
 
@@ -140,21 +133,23 @@ def make_tables(config: Config, env: Any) -> list:
 def make_program(config: Config, experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
   """The program graph: replay, counter, learner, monitor, actors."""
-  env, program = experiment.env, launch.Program('a2c')
+  program = launch.Program('a2c')
+  spec = experiment_lib.environment_spec(experiment.env)
   replay = program.add_node(launch.ReverbNode(
-      functools.partial(make_tables, config, env)), label='replay')
+      functools.partial(make_tables, config, spec)), label='replay')
   counter = experiment_lib.add_counter(program)
   learner = program.add_node(launch.CourierNode(
-      Learner, config, env, replay, counter,
+      Learner, config, spec, replay, counter,
       os.path.join(experiment.logdir, 'learner')), label='learner')
   monitor = experiment_lib.add_monitor(  # Evaluates greedily, 1 environment.
       program, experiment, counter, learner, functools.partial(
-          actors.FeedForwardActor, functools.partial(make_network, config, env)),
+          actors.FeedForwardActor, functools.partial(
+              networks.mlp_policy_value_network, spec, config.hidden_sizes)),
       replay=replay)
   for i in range(experiment.num_actors):
     program.add_node(launch.PyClassNode(
-        make_actor, config, experiment, i, learner, replay, counter, monitor),
-        label='actor')
+        make_actor, config, experiment, spec, i, learner, replay, counter,
+        monitor), label='actor')
   return program
 
 

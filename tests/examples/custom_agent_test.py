@@ -2,6 +2,7 @@
 built-in agents' flags), and learning catch (slow)."""
 
 import csv
+import glob
 import json
 import os
 import subprocess
@@ -51,7 +52,18 @@ def test_program_runs_to_its_budget_in_test_mt(tmp_path, load_example):
     rows = list(csv.DictReader(f))
   versions = [int(row['learner/version']) for row in rows]
   assert versions == list(range(1, len(rows) + 1))  # One version per step.
-  assert float(rows[-1]['learner/charts/policy_lag']) >= 0
+  assert float(rows[-1]['learner/charts/policy_lag']) >= 0  # The batch mean.
+  # TensorBoard: the lags of each batch as a histogram; the queue's
+  # samples per insert (each unroll is sampled at most once).
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  plugins = {value.metadata.plugin_data.plugin_name
+             for path in glob.glob(os.path.join(tmp_path, 'learner',
+                                                'tensorboard', 'learner', '*'))
+             for event in tf.compat.v1.train.summary_iterator(path)
+             for value in event.summary.value
+             if value.tag == 'learner/charts/policy_lag'}
+  assert plugins == {'histograms'}
+  assert 0 < results['tables/queue/samples_per_insert'] <= 1
 
 
 @pytest.mark.slow  # Ten to thirty seconds alone; a minute on a loaded machine.

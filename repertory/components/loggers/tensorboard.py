@@ -15,13 +15,16 @@ class TensorBoardLogger(base.Logger):
   empty arrays) are skipped.
 
   The step is `values[steps_key]` when present (e.g. 'actor_steps' from a
-  counter), else the number of rows written. TensorFlow is imported on the
-  first write, so environment-only processes that never write here do not
-  import it.
+  counter), else the number of rows written. Events reach the file every
+  `flush_seconds` (a live TensorBoard lags by at most that) and at
+  `close()`. TensorFlow is imported on the first write, so environment-only
+  processes that never write here do not import it.
   """
 
-  def __init__(self, logdir: str, steps_key: Optional[str] = None):
+  def __init__(self, logdir: str, steps_key: Optional[str] = None,
+               flush_seconds: float = 10.0):
     self._logdir = logdir
+    self._flush_seconds = flush_seconds
     self._steps_key = steps_key
     self._writer = None
     self._rows = 0
@@ -29,7 +32,8 @@ class TensorBoardLogger(base.Logger):
   def write(self, values: base.LoggingData) -> None:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if self._writer is None:
-      self._writer = tf.summary.create_file_writer(self._logdir)
+      self._writer = tf.summary.create_file_writer(
+          self._logdir, flush_millis=int(self._flush_seconds * 1000))
     step = self._rows
     if self._steps_key is not None:
       for key, value in values.items():
