@@ -1,6 +1,6 @@
 """A feedforward policy acting with a learner's versioned weights."""
 
-from typing import Any, Optional
+from typing import Any, Callable, Union
 
 import dm_env
 import numpy as np
@@ -41,10 +41,15 @@ class FeedForwardActor(core.Actor):
     actor.update(wait=True)           # Weights of version actor.version.
     actions = actor.act(timestep.observation)
 
+  The run monitor's evaluation actor is then one picklable partial that
+  builds the network in the monitor's process:
+  `functools.partial(FeedForwardActor, functools.partial(make_network, ...))`.
+
   Args:
     network: a Sonnet module mapping `[N, ...]` observations to logits
-      `[N, A]`, or to an output with a `logits` field (`PolicyValueOutput`).
-      Its variables must exist (call it once on a dummy batch).
+      `[N, A]`, or to an output with a `logits` field (`PolicyValueOutput`),
+      whose variables exist (call it once on a dummy batch); or a function
+      without arguments returning one.
     variable_source: the learner (handle) serving the weights as
       `variable_name`; None acts with the network's own weights.
     variable_name: the variable group holding the network's weights.
@@ -54,13 +59,15 @@ class FeedForwardActor(core.Actor):
   """
 
   def __init__(self,
-               network: snt.Module,
+               network: Union[snt.Module, Callable[[], snt.Module]],
                variable_source: Any = None,
                variable_name: str = 'policy',
                greedy: bool = True,
                update_period: int = 1,
                seed: int = 0):
     limit_tf_threads()
+    if not isinstance(network, tf.Module):
+      network = network()
     networks.named_variables(network)  # A clear error if none exist yet.
     self.network = network
     self._client = None if variable_source is None else (

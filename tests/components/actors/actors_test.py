@@ -77,6 +77,8 @@ def test_feed_forward_actor_samples_and_needs_built_variables():
   assert sampler.version == 0  # No variable source: its own weights.
   actions = sampler.act(np.zeros((400, 10, 5), np.float32))
   assert actions.dtype == np.int32 and set(actions.tolist()) == {0, 1, 2}
+  from_factory = actors.FeedForwardActor(lambda: network)
+  assert from_factory.network is network
   unbuilt = networks.PolicyValueNetwork(networks.MLPTorso((8,), obs_rank=2),
                                         num_actions=3)
   with pytest.raises(ValueError, match='no variables yet'):
