@@ -13,9 +13,10 @@ LoggingData = Mapping[str, Any]
 class Logger(abc.ABC):
   """Writes dicts of values (scalars, arrays, strings) somewhere.
 
-  A numeric array of more than one element is a *distribution* (e.g. the
-  policy lag of every item of a batch): TensorBoard draws it as a histogram,
-  CSV files and the terminal get its mean (`summarize`).
+  A numeric array (at least one dimension and one element) is a
+  *distribution*, e.g. the policy lag of every item of a batch: TensorBoard
+  draws it as a histogram, CSV files and the terminal get its mean
+  (`summarize`). A 0-d array or a number is a scalar.
   """
 
   @abc.abstractmethod
@@ -37,19 +38,25 @@ def to_scalar(value: Any) -> Any:
   return value
 
 
+def to_numpy(value: Any) -> Any:
+  """A TF tensor as numpy; other values unchanged."""
+  return value.numpy() if hasattr(value, 'numpy') else value
+
+
 def is_distribution(value: Any) -> bool:
-  """True for a numeric numpy array (or tensor) of more than one element."""
-  if hasattr(value, 'numpy'):
-    value = value.numpy()
-  return (isinstance(value, np.ndarray) and value.size > 1 and
+  """True for a non-empty numeric numpy array (or tensor) with at least one
+  dimension, whatever its size: a batch of one is still a batch."""
+  value = to_numpy(value)
+  return (isinstance(value, np.ndarray) and value.ndim >= 1 and
+          value.size >= 1 and
           (np.issubdtype(value.dtype, np.number) or value.dtype == bool))
 
 
 def summarize(value: Any) -> Any:
   """`to_scalar`, and a distribution's mean (what CSV and terminal show)."""
-  value = to_scalar(value)
   if is_distribution(value):
-    return float(np.mean(value))
+    return float(np.mean(to_numpy(value)))
+  value = to_scalar(value)
   if isinstance(value, np.ndarray) and value.size == 0:
     return float('nan')  # E.g. the lags of a batch whose items all dropped.
   return value

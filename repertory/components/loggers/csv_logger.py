@@ -12,8 +12,8 @@ from repertory.components.loggers import base
 class CSVLogger(base.Logger):
   """Writes `<directory>/<label>.csv`; the header is the first row's keys.
 
-  A distribution (a numeric array of more than one element) is written as
-  its mean.
+  A distribution (a numeric array with at least one dimension) is written
+  as its mean.
 
   A key first seen after the header was written widens the file: it is
   rewritten once with the new column (earlier rows leave it empty). An

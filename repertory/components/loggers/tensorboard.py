@@ -10,9 +10,9 @@ from repertory.components.loggers import base
 
 class TensorBoardLogger(base.Logger):
   """`tf.summary.scalar` for every number of a row, `tf.summary.histogram`
-  for every distribution (a numeric array of more than one element, e.g.
-  `'charts/policy_lag_histogram': lag` with `lag` [B]); other values (strings,
-  empty arrays) are skipped.
+  for every distribution (a non-empty numeric array with at least one
+  dimension, e.g. `'charts/policy_lag_histogram': lag` with `lag` [B]);
+  other values (strings, empty arrays) are skipped.
 
   The step is `values[steps_key]` when present (e.g. 'actor_steps' from a
   counter), else the number of rows written. Events reach the file every
@@ -41,10 +41,12 @@ class TensorBoardLogger(base.Logger):
           step = int(base.to_scalar(value))
     with self._writer.as_default():
       for key, value in values.items():
-        value = base.to_scalar(value)
         if base.is_distribution(value):
-          tf.summary.histogram(key, value.astype(np.float64), step=step)
-        elif base.is_number(value):
+          tf.summary.histogram(key, base.to_numpy(value).astype(np.float64),
+                               step=step)
+          continue
+        value = base.to_scalar(value)
+        if base.is_number(value):
           tf.summary.scalar(key, value, step=step)
     self._rows += 1
 

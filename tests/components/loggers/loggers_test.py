@@ -80,6 +80,8 @@ def test_a_distribution_is_a_histogram_in_tensorboard_and_a_mean_elsewhere(
   buckets = tf.make_ndarray(histogram.tensor)  # [k, 3]: left, right, count.
   assert buckets.shape[1] == 3 and buckets[:, 2].sum() == len(lag)
   assert buckets[:, 0].min() == 0 and buckets[:, 1].max() == 6
-  [(_, one)] = events['learner/one']  # A single element stays a scalar.
-  assert one.metadata.plugin_data.plugin_name == 'scalars'
+  [(_, one)] = events['learner/one']  # A batch of one is still a batch.
+  assert one.metadata.plugin_data.plugin_name == 'histograms'
+  assert events['learner/learner_steps'][0][1].metadata.plugin_data \
+      .plugin_name == 'scalars'
   assert 'learner/none' not in events  # Nothing to draw.
