@@ -27,6 +27,7 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as networks_lib
 from repertory.agents.impala.acting import limit_tf_threads
 from repertory.components import losses
+from repertory.components import networks
 from repertory.components import variables
 from repertory.components.evaluation import episodes
 
@@ -66,11 +67,14 @@ class A3CActor(core.Worker):
                                                   seed=seed)
     self._episodes = episodes.EpisodeTracker(envs_per_actor)
     observation_spec = self._environment.observation_spec()
+    action_spec = self._environment.action_spec()
+    # The eager network computes gradients (once per rollout); the policy
+    # acts every step in a graph of its own (no EagerTensor per step).
     self._network = networks_lib.make_network(
-        config.hidden_sizes, observation_spec,
-        self._environment.action_spec())
+        config.hidden_sizes, observation_spec, action_spec)
     self._variables = networks_lib.variable_list(self._network)
-    self._policy = networks_lib.Policy(self._network, seed=seed)
+    self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
+                                       action_spec, seed=seed)
     self._learner = learner
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY, fetch_timeout_s=config.push_timeout_s)
@@ -109,6 +113,7 @@ class A3CActor(core.Worker):
   def pull(self) -> int:
     """Fetches the learner's newest weights; returns their version."""
     self._client.update(wait=True)
+    networks.assign_variables(self._network, self._client.params)
     self._policy.set_weights(self._client.params)
     return self._client.version
 

@@ -71,9 +71,8 @@ def make_eval_actor(variable_source: Any, env: str,
   """The monitor's evaluation actor (use with functools.partial)."""
   limit_tf_threads()
   observation_spec, action_spec = networks_lib.environment_specs(env)
-  network = networks_lib.make_network(hidden_sizes, observation_spec,
-                                      action_spec)
-  return EvalActor(networks_lib.Policy(network, greedy=greedy, seed=seed),
+  return EvalActor(networks_lib.Policy(hidden_sizes, observation_spec,
+                                       action_spec, greedy=greedy, seed=seed),
                    variable_source)
 
 
@@ -113,9 +112,8 @@ class PPOActor(core.Worker):
     self._episodes = episodes.EpisodeTracker(envs_per_actor)
     observation_spec = self._environment.observation_spec()
     action_spec = self._environment.action_spec()
-    network = networks_lib.make_network(config.hidden_sizes, observation_spec,
-                                        action_spec)
-    self._policy = networks_lib.Policy(network, seed=seed)
+    self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
+                                       action_spec, seed=seed)
     self._learner = learner
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY, fetch_timeout_s=config.round_timeout_s)

@@ -18,7 +18,6 @@ from repertory.agents.ppo import networks as networks_lib
 from repertory.agents.ppo import program as program_lib
 from repertory.components import counting
 from repertory.components import model_store
-from repertory.components import networks
 
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
             hidden_sizes=(16,), round_timeout_s=300.0,
@@ -99,10 +98,10 @@ def test_nonfinite_rounds_are_skipped_then_rolled_back(queue_server,
     wanted = None if actor.version is None else actor.version + 1
     version = actor.wait_for_round(wanted)
     if bad_values:  # The actor's value head turns NaN: so do its values.
-      named = networks.named_variables(actor._policy.network)  # pylint: disable=protected-access
-      for name, variable in named.items():
-        if 'value' in name:
-          variable.assign(np.full(variable.shape, np.nan, np.float32))
+      policy = actor._policy  # pylint: disable=protected-access
+      policy.set_weights({
+          name: np.full_like(w, np.nan) if 'value' in name else w
+          for name, w in policy.get_weights().items()})
     actor.collect_round(version)
     return learner.step()
 
