@@ -132,18 +132,21 @@ class RunMonitor:
 
   def run(self) -> None:
     stop = launch.stop_event()
-    while not stop.is_set():
-      stop.wait(self._period)
-      summary = self.summary()
-      self._log_progress(summary)
-      self._progress_files.write(summary)
-      counts = self._counter.get_counts()
-      self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
-                        int(counts.get('policy_lag_items', 0)))
-      if self._done(summary):
-        self.finish()
-        launch.stop()
-        return
+    try:
+      while not stop.is_set():
+        stop.wait(self._period)
+        summary = self.summary()
+        self._log_progress(summary)
+        self._progress_files.write(summary)
+        counts = self._counter.get_counts()
+        self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
+                          int(counts.get('policy_lag_items', 0)))
+        if self._done(summary):
+          self.finish()
+          launch.stop()
+          return
+    finally:
+      self._progress_files.close()  # Flushes progress.csv and TensorBoard.
 
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""
@@ -189,7 +192,7 @@ class RunMonitor:
     except Exception:  # pylint: disable=broad-except
       return {}
     summaries = {}
-    for name, table in info.items():
+    for name, table in sorted(info.items()):
       limiter = table.rate_limiter_info
       inserts = limiter.insert_stats.completed
       summaries[f'tables/{name}/size'] = int(table.current_size)
