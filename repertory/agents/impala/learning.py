@@ -212,25 +212,37 @@ class VTraceLearner(core.Learner):
     return replay.make_dataset(
         self._replay, self._table, self._config.batch_size, prefetch_size=1,
         max_in_flight_samples_per_worker=self._config.batch_size,
-        rate_limiter_timeout_ms=1000)
+        rate_limiter_timeout_ms=1000, drop_remainder=False)
 
   def _sample(self, stop=None):
-    """Next batch of unrolls; waits (logging) while the queue is empty.
+    """Next batch of unrolls and how many of its rows are real.
 
-    Returns None if `stop` is set while waiting.
+    Waits (logging) while the queue is empty; returns (None, 0) if `stop` is
+    set meanwhile. The unrolls taken from the queue before a wait timed out
+    come as a smaller batch: it is padded to `batch_size` with copies of its
+    first row (not real, masked out of the loss) so `_sgd_step` keeps one
+    input shape and no unroll that left the queue is lost.
     """
     waited = 0.0
+    batch_size = self._config.batch_size
     while True:
       if self._iterator is None:
         self._iterator = iter(self._dataset())
       try:
-        return next(self._iterator)
+        data = next(self._iterator).data
+        num_real = int(tree.flatten(data)[0].shape[0])
+        if num_real < batch_size:
+          data = tree.map_structure(
+              lambda x: tf.concat(  # pylint: disable=g-long-lambda
+                  [x, tf.repeat(x[:1], batch_size - num_real, axis=0)], 0),
+              data)
+        return data, num_real
       except (StopIteration, tf.errors.OutOfRangeError):
         # rate_limiter_timeout_ms passed with no data: the iterator ended.
         self._iterator = None
         waited += 1.0
         if stop is not None and stop.is_set():
-          return None
+          return None, 0
         if waited % 30 == 0:
           logging.info('Learner waiting for unrolls in table %r (%.0f s).',
                        self._table, waited)
@@ -297,23 +309,25 @@ class VTraceLearner(core.Learner):
 
   def step(self, stop=None) -> Optional[Dict[str, float]]:
     """One learner step; returns its metrics (None if stopped waiting)."""
-    sample = self._sample(stop)
-    if sample is None:
+    data, num_real = self._sample(stop)
+    if data is None:
       return None
-    data = sample.data
-    behaviour_version = data['policy_version'].numpy()            # [B]
+    behaviour_version = data['policy_version'].numpy()[:num_real]  # [B']
     lag = self.version - behaviour_version
     if self._config.max_policy_lag is None:
       keep = np.ones_like(lag, bool)
     else:
       keep = lag <= self._config.max_policy_lag
     num_kept = int(keep.sum())
+    # Padding rows (see `_sample`) are never kept.
+    keep_padded = np.zeros(self._config.batch_size, bool)
+    keep_padded[:num_real] = keep
     metrics = {}
     with self._guard.lock if self._guard else contextlib.nullcontext():
       if self._guard is not None and self._guard.stopped:
         return None  # The final checkpoint is written: no update after it.
       if num_kept:
-        outputs = self._sgd_step(dict(data), tf.constant(keep))
+        outputs = self._sgd_step(dict(data), tf.constant(keep_padded))
         applied = bool(outputs.pop('learner/applied'))
         metrics = {k: float(v) for k, v in outputs.items()}
         if applied:

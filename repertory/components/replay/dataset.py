@@ -33,7 +33,8 @@ def make_dataset(server_address: Union[str, reverb.Client],
                  max_in_flight_samples_per_worker: Optional[int] = None,
                  num_workers_per_iterator: int = -1,
                  rate_limiter_timeout_ms: int = -1,
-                 get_signature_timeout_s: int = 60):
+                 get_signature_timeout_s: int = 60,
+                 drop_remainder: bool = True):
   """A `tf.data.Dataset` of batched `ReplaySample`s from a Reverb table.
 
   Args:
@@ -51,6 +52,9 @@ def make_dataset(server_address: Union[str, reverb.Client],
       sampling blocks longer than this; -1 waits forever (use
       `StarvationLoggingIterator` to see what it waits for).
     get_signature_timeout_s: how long to wait for the server to answer.
+    drop_remainder: with a rate-limiter timeout, the samples taken before
+      the dataset ends form a last, smaller batch; True drops it (for a
+      queue those items are lost), False yields it.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   address = _address(server_address)
@@ -72,7 +76,7 @@ def make_dataset(server_address: Union[str, reverb.Client],
         'table must exist and have a signature (e.g. '
         'signature=adders.unroll_signature(...)).') from e
   if batch_size is not None:
-    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
   return dataset.prefetch(
       tf.data.AUTOTUNE if prefetch_size is None else prefetch_size)
 

@@ -108,6 +108,26 @@ def test_stale_unrolls_are_dropped_and_counted(catch_replay):
   assert learner._pending['dropped_stale'] == 4  # pylint: disable=protected-access
 
 
+def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
+  # batch_size 4, but the queue holds 3 unrolls: after the 1 s rate-limiter
+  # timeout the learner trains on the 3 (padded, padding masked) instead of
+  # dropping unrolls that already left the queue.
+  config = impala.Config(**TINY)
+  client, observation_spec, action_spec = catch_replay(config)
+  learner = learning.VTraceLearner(config, observation_spec, action_spec,
+                                   client, program_lib.TABLE)
+  actor = acting.ImpalaActor(0, config, 'catch', 3, 0, learner, client,
+                             program_lib.TABLE)
+  actor.run(num_steps=config.unroll_length)  # 1 unroll x 3 envs.
+  wait_for_size(client, 3)
+  metrics = learner.step()
+  assert learner.version == 1
+  assert metrics['charts/dropped_stale'] == 0
+  assert learner._pending['policy_lag_items'] == 3  # pylint: disable=protected-access
+  assert metrics['charts/mean_rho'] == pytest.approx(1.0, abs=1e-5)
+  assert client.server_info()[program_lib.TABLE].current_size == 0
+
+
 def _experiment(tmp_path, agent, **kwargs):
   values = dict(agent=agent, env='catch', num_actors=2, envs_per_actor=2,
                 max_actor_steps=10_000_000, eval_episodes=2,
