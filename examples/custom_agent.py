@@ -4,8 +4,7 @@ actor-critic (Mnih et al. 2016, arXiv:1602.01783, alg. S3) fed by a queue.
   python examples/custom_agent.py --env=catch --lp_launch_type=local_mp
 
  actor/i --UnrollAdder--> replay (Reverb queue) --make_dataset--> learner
-    ^                                                                 |
-    +---- FeedForwardActor <-- VariableStore ('policy', versioned) ---+
+    ^---- FeedForwardActor <-- VariableStore ('policy', versioned) ---'
  counter <-- steps, lag    monitor <-- episodes; stops, evaluates, results.json
 """
 
@@ -34,9 +33,8 @@ TABLE, POLICY = 'queue', 'policy'
 
 @dataclasses.dataclass
 class Config:
-  """Unrolls of `unroll_length` steps (up to that many steps per return),
-  `batch_size` unrolls per Adam update, the loss's `discount` and costs;
-  actors fetch weights every `variable_update_period` steps."""
+  """`batch_size` unrolls of `unroll_length` steps (n of the n-step returns)
+  per Adam update; actors fetch weights every `variable_update_period`."""
   unroll_length: int = 20
   batch_size: int = 16
   discount: float = 0.99
