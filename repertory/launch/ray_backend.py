@@ -35,6 +35,13 @@ from repertory.launch import program as program_lib
 _actor_cache: Dict[tuple, Any] = {}
 _actor_cache_lock = threading.Lock()
 _WATCH_SECS = 30.0
+# Ray records an event for every task (every call to a node is an actor
+# task) and its GCS keeps them, up to `task_events_max_num_task_in_gcs`
+# tasks (100,000 by default, about 1 KiB each): a long run's gcs_server
+# grows by tens of MiB per 10 minutes. Node actors report no task events
+# (`enable_task_events=False`), and a local_mp instance keeps at most this
+# many tasks' events (those of the launcher's few own tasks).
+_MAX_TASK_EVENTS_IN_GCS = 10_000
 
 
 def _actor_name(unit_id: str) -> str:
@@ -428,7 +435,9 @@ class RayLauncher:
       try:
         ray.init(address='local', _node_ip_address='127.0.0.1',
                  include_dashboard=False, logging_level=std_logging.WARNING,
-                 log_to_driver=True, configure_logging=True)
+                 log_to_driver=True, configure_logging=True,
+                 _system_config={'task_events_max_num_task_in_gcs':
+                                 _MAX_TASK_EVENTS_IN_GCS})
       except Exception:
         ray.shutdown()  # ends whatever a failed start left running
         raise
@@ -450,6 +459,8 @@ class RayLauncher:
         'namespace': self.namespace,
         'max_concurrency': self._max_concurrency,
         'max_restarts': self._max_restarts.get(unit.label, 0),
+        # No per-call task events (they pile up in the GCS; see above).
+        'enable_task_events': False,
     }
     if options['max_restarts']:
       # Calls to a restarting node wait for it instead of failing.
