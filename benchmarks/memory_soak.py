@@ -138,7 +138,10 @@ def main(argv):
              f'--logdir={logdir}'] + run_args
   print('soak:', ' '.join(command), flush=True)
   for attempt in range(_START_ATTEMPTS.value):
-    with open(os.path.join(os.path.dirname(out) or '.', 'run.out'), 'w') as log:
+    # One log per attempt (run.out, then run.1.out, ...): a failed start
+    # stays readable.
+    name = 'run.out' if attempt == 0 else f'run.{attempt}.out'
+    with open(os.path.join(os.path.dirname(out) or '.', name), 'w') as log:
       proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     # On a loaded machine Ray's start-up can time out (30 s, fixed): retry.
     if not _started(logdir, proc, timeout=300):
