@@ -32,6 +32,8 @@ class FeedForwardActor(core.Actor):
   call (a batched actor's step); `select_action(observation)` is the same on
   one observation, so the actor is also the single-environment evaluation
   actor `experiment.add_monitor` asks for. It records nothing (no adder).
+  Building one calls `limit_tf_threads()`: in a process where TensorFlow has
+  not run yet (an actor's), TensorFlow then uses one thread per op pool.
 
   Example::
 
