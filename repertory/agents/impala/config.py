@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any, Optional, Tuple
 
 BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
+ACTIVATIONS = ('relu', 'tanh')
 
 
 @dataclasses.dataclass
@@ -31,6 +32,11 @@ class Config:
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
       (None: no clipping).
     hidden_sizes: widths of the MLP torso.
+    activation: the MLP's nonlinearity, one of ACTIVATIONS.
+    shared_torso: policy and value read one torso (IMPALA's network); False
+      gives the value a torso of its own (feedforward only), which keeps the
+      value loss of long-horizon tasks such as CartPole from disturbing the
+      policy's features.
     use_lstm: add an LSTM core after the torso (IMPALA's recurrent agent).
     lstm_size: the LSTM's hidden size.
     variable_update_period: actors fetch new weights every this many batched
@@ -70,6 +76,8 @@ class Config:
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
+  activation: str = 'relu'
+  shared_torso: bool = True
   use_lstm: bool = False
   lstm_size: int = 64
   variable_update_period: int = 10
@@ -124,6 +132,12 @@ class Config:
     if self.batched_env_kind not in BATCHED_ENV_KINDS:
       raise ValueError(f'Config.batched_env_kind={self.batched_env_kind!r}; '
                        f'choose one of {BATCHED_ENV_KINDS}.')
+    if self.activation not in ACTIVATIONS:
+      raise ValueError(f'Config.activation={self.activation!r}; choose one of '
+                       f'{ACTIVATIONS}.')
+    if self.use_lstm and not self.shared_torso:
+      raise ValueError('Config.shared_torso=False is for feedforward networks; '
+                       'with use_lstm=True the LSTM core is shared.')
     if self.batch_size > self.max_queue_size:
       raise ValueError(
           f'Config.batch_size={self.batch_size} exceeds max_queue_size='

@@ -345,6 +345,7 @@ class VTraceLearner(core.Learner):
         'learner/steps': self._steps,
         'learner/version': self.version,
         'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
+        'charts/policy_lag_histogram': lag[keep],
         'charts/dropped_stale': int(len(keep) - num_kept),
     })
     self._count(learner_steps=1, policy_lag_sum=float(lag[keep].sum()),

@@ -35,14 +35,18 @@ def num_actions(action_spec: specs.Array) -> int:
 def make_network(config: config_lib.Config, observation_spec: specs.Array,
                  action_spec: specs.Array) -> snt.Module:
   """Builds (and creates the variables of) the policy-value network."""
-  obs_rank = len(observation_spec.shape)
-  torso = networks.MLPTorso(config.hidden_sizes, obs_rank=max(obs_rank, 1))
+  def torso(name):
+    return networks.MLPTorso(
+        config.hidden_sizes, obs_rank=max(len(observation_spec.shape), 1),
+        activation=getattr(tf.nn, config.activation), name=name)
   if config.use_lstm:
     network = networks.RecurrentPolicyValueNetwork(
-        torso, num_actions=num_actions(action_spec), lstm_size=config.lstm_size)
+        torso(None), num_actions=num_actions(action_spec),
+        lstm_size=config.lstm_size)
   else:
     network = networks.PolicyValueNetwork(
-        torso, num_actions=num_actions(action_spec))
+        torso(None), num_actions=num_actions(action_spec),
+        value_torso=None if config.shared_torso else torso('value_torso'))
   dummy = tf.zeros((1,) + tuple(observation_spec.shape),
                    tf.as_dtype(observation_spec.dtype))
   if config.use_lstm:

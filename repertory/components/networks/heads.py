@@ -50,10 +50,14 @@ class PolicyValueHead(snt.Module):
     self._value = snt.Linear(1, name='value')
     self.num_actions = num_actions
 
-  def __call__(self, embedding: tf.Tensor) -> PolicyValueOutput:
+  def __call__(self, embedding: tf.Tensor,
+               value_embedding: Optional[tf.Tensor] = None
+               ) -> PolicyValueOutput:
+    """The value reads `value_embedding` if given (a separate value torso)."""
     logits = batching.apply_over_leading_dims(self._policy, embedding, 1)
     value = batching.apply_over_leading_dims(
-        lambda x: tf.squeeze(self._value(x), axis=-1), embedding, 1)
+        lambda x: tf.squeeze(self._value(x), axis=-1),
+        embedding if value_embedding is None else value_embedding, 1)
     return PolicyValueOutput(logits=logits, value=value)
 
 
@@ -69,10 +73,14 @@ class GaussianPolicyValueHead(snt.Module):
     self.log_std = tf.Variable(
         tf.fill([action_size], float(init_log_std)), name='log_std')
 
-  def __call__(self, embedding: tf.Tensor) -> GaussianPolicyValueOutput:
+  def __call__(self, embedding: tf.Tensor,
+               value_embedding: Optional[tf.Tensor] = None
+               ) -> GaussianPolicyValueOutput:
+    """The value reads `value_embedding` if given (a separate value torso)."""
     mean = batching.apply_over_leading_dims(self._mean, embedding, 1)
     value = batching.apply_over_leading_dims(
-        lambda x: tf.squeeze(self._value(x), -1), embedding, 1)
+        lambda x: tf.squeeze(self._value(x), -1),
+        embedding if value_embedding is None else value_embedding, 1)
     stddev = tf.exp(self.log_std) * tf.ones_like(mean)
     return GaussianPolicyValueOutput(mean=mean, stddev=stddev, value=value)
 

@@ -37,7 +37,9 @@ class PolicyValueNetwork(snt.Module):
   """
 
   def __init__(self, torso: snt.Module, num_actions: Optional[int] = None,
-               action_size: Optional[int] = None, name: Optional[str] = None):
+               action_size: Optional[int] = None,
+               value_torso: Optional[snt.Module] = None,
+               name: Optional[str] = None):
     """Builds the network.
 
     Args:
@@ -45,14 +47,20 @@ class PolicyValueNetwork(snt.Module):
       num_actions: number of discrete actions (-> `PolicyValueOutput`).
       action_size: dimension of a continuous action (->
         `GaussianPolicyValueOutput`); give this or num_actions.
+      value_torso: if given, the value reads this torso's embedding and the
+        policy `torso`'s alone (no shared layers, so the value loss cannot
+        disturb the policy's features); None shares `torso`.
       name: module name.
     """
     super().__init__(name=name)
     self._torso = torso
+    self._value_torso = value_torso
     self._head = _make_head(num_actions, action_size)
 
   def __call__(self, observation: tf.Tensor) -> Output:
-    return self._head(self._torso(observation))
+    value_embedding = (None if self._value_torso is None
+                       else self._value_torso(observation))
+    return self._head(self._torso(observation), value_embedding)
 
   def initial_state(self, batch_size: int) -> Tuple[()]:
     del batch_size

@@ -29,6 +29,7 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('max_policy_lag', -1, 'max_policy_lag must be >= 0'),
     ('batch_size', 100, 'exceeds max_queue_size'),
     ('hidden_sizes', (), 'hidden_sizes must be a non-empty'),
+    ('activation', 'gelu', r"choose one of \('relu', 'tanh'\)"),
 ])
 def test_config_rejects_bad_values(field, value, message):
   with pytest.raises(ValueError, match=message):
@@ -37,6 +38,20 @@ def test_config_rejects_bad_values(field, value, message):
 
 def test_config_sequence_length():
   assert impala.Config(unroll_length=7).sequence_length == 8
+
+
+def test_separate_value_torso_is_feedforward_only():
+  with pytest.raises(ValueError, match='shared_torso=False is for feedforward'):
+    impala.Config(use_lstm=True, shared_torso=False)
+  observation_spec, action_spec = networks.environment_specs('catch')
+  shared = networks.make_network(impala.Config(hidden_sizes=(8,)),
+                                 observation_spec, action_spec)
+  separate = networks.make_network(
+      impala.Config(hidden_sizes=(8,), shared_torso=False, activation='tanh'),
+      observation_spec, action_spec)
+  # A second (value) torso: one more weight matrix and bias.
+  assert len(separate.trainable_variables) == len(
+      shared.trainable_variables) + 2
 
 
 def test_continuous_actions_are_refused_with_a_clear_error():

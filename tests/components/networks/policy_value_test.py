@@ -28,6 +28,30 @@ def test_feedforward_network_step_and_unroll():
   np.testing.assert_allclose(step.value, out.value[1], rtol=1e-5)
 
 
+@pytest.mark.parametrize('head', [dict(num_actions=A), dict(action_size=2)])
+def test_a_value_torso_shares_nothing_with_the_policy(head):
+  net = networks.PolicyValueNetwork(
+      networks.MLPTorso((8,), name='policy_torso'), **head,
+      value_torso=networks.MLPTorso((8,), name='value_torso'))
+  obs = _obs()[0]
+  with tf.GradientTape(persistent=True) as tape:
+    out = net(obs)
+    value = tf.reduce_sum(out.value)
+    policy = (tf.reduce_sum(out.logits) if 'num_actions' in head
+              else tf.reduce_sum(out.mean) + tf.reduce_sum(out.stddev))
+  variables = net.trainable_variables
+  value_grads = tape.gradient(value, variables)
+  policy_grads = tape.gradient(policy, variables)
+  for variable, dv, dp in zip(variables, value_grads, policy_grads):
+    # Each variable feeds exactly one of the two outputs.
+    assert (dv is None) != (dp is None), variable.name
+    if 'policy_torso' in variable.name:
+      assert dv is None
+    if 'value_torso' in variable.name:
+      assert dp is None
+  assert any('value_torso' in v.name for v in variables)
+
+
 def test_recurrent_network_step_and_unroll_agree():
   net = networks.RecurrentPolicyValueNetwork(
       networks.MLPTorso((8,)), num_actions=A, lstm_size=5)
