@@ -1,6 +1,8 @@
 """Tests for VariableStore and VariableClient."""
 
+import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -109,3 +111,51 @@ def test_store_reset_rejects_bad_input(variables, version, match):
   with pytest.raises(ValueError, match=match):
     store.reset(variables, version)
   assert store.version == 0
+
+
+def _fetch_threads():
+  return [t for t in threading.enumerate()
+          if t.name == 'variable_client_fetch' and t.is_alive()]
+
+
+def _wait_until(predicate, timeout_s=10.0):
+  deadline = time.monotonic() + timeout_s
+  while not predicate() and time.monotonic() < deadline:
+    time.sleep(0.01)
+  return predicate()
+
+
+def test_client_fetches_on_one_thread_that_close_ends():
+  before = len(_fetch_threads())
+  store = VariableStore({'policy': np.zeros(1)})
+  client = VariableClient(store, 'policy', update_period=1)
+  for version in range(1, 6):
+    store.publish({'policy': np.full(1, float(version))})
+    client.update(wait=True)
+    assert client.version == version
+  # Ray records a task event for the first calls from each new thread: all
+  # fetches share one thread.
+  assert len(_fetch_threads()) == before + 1
+  client.close()
+  assert _wait_until(lambda: len(_fetch_threads()) == before)
+
+
+def test_fetch_thread_ends_when_the_client_is_collected():
+  before = len(_fetch_threads())
+  client = VariableClient(VariableStore({'policy': np.zeros(1)}), 'policy')
+  client.update(wait=True)
+  assert len(_fetch_threads()) == before + 1
+  del client
+  gc.collect()
+  assert _wait_until(lambda: len(_fetch_threads()) == before)
+
+
+def test_fetch_errors_reach_the_caller_and_the_thread_serves_on():
+  store = VariableStore({'policy': np.zeros(1)})
+  client = VariableClient(store, 'value')  # Not served: KeyError.
+  with pytest.raises(KeyError, match='value'):
+    client.update(wait=True)
+  store.publish({'value': np.ones(1)})
+  client.update(wait=True)
+  assert client.version == 1
+  client.close()
