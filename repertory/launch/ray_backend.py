@@ -37,11 +37,16 @@ _actor_cache_lock = threading.Lock()
 _WATCH_SECS = 30.0
 # Ray records an event for every task (every call to a node is an actor
 # task) and its GCS keeps them, up to `task_events_max_num_task_in_gcs`
-# tasks (100,000 by default, about 1 KiB each): a long run's gcs_server
-# grows by tens of MiB per 10 minutes. Node actors report no task events
-# (`enable_task_events=False`), and a local_mp instance keeps at most this
-# many tasks' events (those of the launcher's few own tasks).
+# tasks (100,000 by default): a long run's gcs_server grew by ~27 MiB per 10
+# minutes. Node actors report no task events (`enable_task_events=False`;
+# Ray 2.60 still records the first calls made from each new thread), and a
+# local_mp instance reports none at all and would keep at most
+# `_MAX_TASK_EVENTS_IN_GCS`.
 _MAX_TASK_EVENTS_IN_GCS = 10_000
+_LOCAL_SYSTEM_CONFIG = {
+    'task_events_report_interval_ms': 0,  # 0: no task events are reported.
+    'task_events_max_num_task_in_gcs': _MAX_TASK_EVENTS_IN_GCS,
+}
 
 
 def _actor_name(unit_id: str) -> str:
@@ -436,8 +441,7 @@ class RayLauncher:
         ray.init(address='local', _node_ip_address='127.0.0.1',
                  include_dashboard=False, logging_level=std_logging.WARNING,
                  log_to_driver=True, configure_logging=True,
-                 _system_config={'task_events_max_num_task_in_gcs':
-                                 _MAX_TASK_EVENTS_IN_GCS})
+                 _system_config=_LOCAL_SYSTEM_CONFIG)
       except Exception:
         ray.shutdown()  # ends whatever a failed start left running
         raise
