@@ -25,7 +25,7 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as networks_lib
-from repertory.agents.impala.acting import limit_tf_threads
+from repertory.components.actors import limit_tf_threads
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components import variables

@@ -18,17 +18,8 @@ from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.agents.impala import networks as networks_lib
 from repertory.components import variables
+from repertory.components.actors import limit_tf_threads
 from repertory.components.evaluation import episodes
-
-
-def limit_tf_threads() -> None:
-  """One intra-op and one inter-op thread: many actors share few cores."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  try:
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-  except RuntimeError:  # TF already initialised in this process (threads).
-    pass
 
 
 class ImpalaActor(core.Worker):

@@ -19,7 +19,7 @@ import numpy as np
 from repertory import core
 from repertory import environments
 from repertory import launch
-from repertory.agents.impala.acting import limit_tf_threads
+from repertory.components.actors import limit_tf_threads
 from repertory.agents.ppo import config as config_lib
 from repertory.agents.ppo import networks as networks_lib
 from repertory.components import adders

@@ -16,7 +16,7 @@ environment_specs = impala_networks.environment_specs
 def make_policy(config: config_lib.Config, observation_spec: Any,
                 action_spec: Any, seed: int = 0) -> impala_networks.Policy:
   """The inference server's batched, sampling policy."""
-  from repertory.agents.impala import acting  # pylint: disable=g-import-not-at-top
-  acting.limit_tf_threads()
+  from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
+  limit_tf_threads()
   network = make_network(config, observation_spec, action_spec)
   return impala_networks.Policy(network, observation_spec, seed=seed)
