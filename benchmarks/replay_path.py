@@ -51,7 +51,11 @@ def probe(replay, path: str, period_s: float = 1.0) -> None:
 def measure(num_actors: int) -> dict:
   config = r2d2.Config(samples_per_insert=_SAMPLES_PER_INSERT.value)
   logdir = os.path.abspath(os.path.join(_LOGROOT.value, f'actors{num_actors}'))
-  os.makedirs(logdir, exist_ok=True)
+  if os.path.exists(logdir):
+    # A run in an existing logdir would resume its learner and counts.
+    raise ValueError(f'{logdir} exists: pass a fresh --logroot (or remove '
+                     'it) so that every setting starts from scratch.')
+  os.makedirs(logdir)
   experiment = experiment_lib.ExperimentConfig(
       agent='r2d2', env=_ENV.value, num_actors=num_actors,
       envs_per_actor=_ENVS_PER_ACTOR.value,
