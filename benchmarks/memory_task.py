@@ -56,7 +56,12 @@ def run_variant(name: str) -> dict:
   agent, overrides = VARIANTS[name]
   logdir = os.path.abspath(os.path.join(_LOGROOT.value, name))
   results_path = os.path.join(logdir, 'results.json')
-  if not (_SKIP_EXISTING.value and os.path.exists(results_path)):
+  if not _SKIP_EXISTING.value and os.path.exists(results_path):
+    # repertory.run would resume the finished run (its budget is spent).
+    raise ValueError(f'{logdir} holds a finished run: remove it or pass a '
+                     'fresh --logroot to run the variant again.')
+  if not os.path.exists(results_path):
+    # An unfinished run in `logdir` resumes from its checkpoint and counts.
     command = [
         sys.executable, '-m', 'repertory.run', f'--agent={agent}',
         f'--env={_ENV.value}', '--lp_launch_type=local_mp',
