@@ -61,8 +61,8 @@ class ImpalaActor(core.Worker):
         kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
     observation_spec = self._env.observation_spec()
     action_spec = self._env.action_spec()
-    network = networks_lib.make_network(config, observation_spec, action_spec)
-    self._policy = networks_lib.Policy(network, observation_spec, seed=seed)
+    self._policy = networks_lib.Policy(config, observation_spec, action_spec,
+                                       seed=seed)
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY,
         update_period=config.variable_update_period)
@@ -142,9 +142,8 @@ class EvalActor(core.Actor):
                variable_source: Any, greedy: bool = True, seed: int = 0):
     limit_tf_threads()
     observation_spec, action_spec = networks_lib.environment_specs(env_spec)
-    network = networks_lib.make_network(config, observation_spec, action_spec)
-    self._policy = networks_lib.Policy(network, observation_spec, greedy=greedy,
-                                         seed=seed)
+    self._policy = networks_lib.Policy(config, observation_spec, action_spec,
+                                       greedy=greedy, seed=seed)
     self._client = variables.VariableClient(variable_source,
                                             networks_lib.POLICY)
     self._state = self._policy.initial_state(1)

@@ -6,18 +6,18 @@ log-probabilities and the state values, which on-policy learners store with
 the experience (PPO) or use at once (A3C).
 """
 
-from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
+from typing import Dict, Mapping, Sequence, Tuple
 
 from dm_env import specs
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from repertory.agents.impala.networks import environment_specs  # pylint: disable=unused-import
 from repertory.agents.impala.networks import num_actions
 from repertory.components import losses
 from repertory.components import networks
+from repertory.components.networks import GraphFunction  # pylint: disable=unused-import
 
 # The name of the variable group actors fetch from the learner.
 POLICY = 'policy'
@@ -33,84 +33,6 @@ def make_network(hidden_sizes: Sequence[int], observation_spec: specs.Array,
   network(tf.zeros((1,) + tuple(observation_spec.shape),
                    tf.as_dtype(observation_spec.dtype)))
   return network
-
-
-class GraphFunction:
-  """Runs a function of a Sonnet module in a graph of its own: numpy in,
-  numpy out, without creating one `EagerTensor` per call.
-
-  Why: with TensorFlow 2.15 on CPython 3.11 every `EagerTensor` leaks one
-  48-byte block when it is freed (its managed `__dict__` values are never
-  released), so an acting loop that calls a `tf.function` per step grows by
-  a few hundred bytes per step (measured: 4 blocks, ~190 B RSS per PPO
-  policy call; an IMPALA actor ~6.5 MiB per 10 minutes). A TF1-style
-  `Session.run` on a finalized graph feeds and returns numpy arrays and
-  allocates no Python objects that outlive the call; it is also faster at
-  small batch sizes.
-
-    function = GraphFunction(
-        lambda: networks.PolicyValueNetwork(networks.MLPTorso((64,)), 3),
-        lambda net, obs: net(obs).logits,
-        [tf.TensorSpec((None, 4), tf.float32)])
-    function.set_weights(networks.get_variables(trained_network))
-    logits = function(observations)          # numpy
-
-  Args:
-    make_module: builds the module (Sonnet needs eager mode to construct
-      it); its variables are created inside the graph, named as in an eager
-      twin, so `set_weights` takes `networks.get_variables(eager_twin)`.
-    fn: `fn(module, *inputs) -> nest of tensors`, traced once.
-    input_signature: one `tf.TensorSpec` (or nest of them) per input.
-  """
-
-  def __init__(self, make_module: Callable[[], snt.Module],
-               fn: Callable[..., Any], input_signature: Sequence[Any]):
-    module = make_module()
-    self._graph = tf.Graph()
-    with self._graph.as_default():
-      self._inputs = [
-          tree.map_structure(
-              lambda spec: tf.compat.v1.placeholder(spec.dtype, spec.shape),
-              signature) for signature in input_signature]
-      self._outputs = fn(module, *self._inputs)
-      self._variables = networks.named_variables(module)
-      self._assign_inputs = {
-          name: tf.compat.v1.placeholder(v.dtype.base_dtype, v.shape)
-          for name, v in self._variables.items()}
-      self._assign = tf.group(*[
-          v.assign(self._assign_inputs[name])
-          for name, v in self._variables.items()])
-      initialize = tf.compat.v1.variables_initializer(
-          list(self._variables.values()))
-    self._graph.finalize()
-    self._session = tf.compat.v1.Session(
-        graph=self._graph, config=tf.compat.v1.ConfigProto(
-            intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
-    self._session.run(initialize)
-    self._flat_inputs = tree.flatten(self._inputs)
-
-  @property
-  def variable_names(self) -> Sequence[str]:
-    return list(self._variables)
-
-  def __call__(self, *inputs: Any) -> Any:
-    feed = dict(zip(self._flat_inputs, tree.flatten(list(inputs))))
-    return self._session.run(self._outputs, feed)
-
-  def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
-    """Assigns `{name: array}` (e.g. a learner's `get_variables`)."""
-    missing = set(self._variables) - set(weights)
-    if missing:
-      raise KeyError(f'set_weights: no values for {sorted(missing)}; got '
-                     f'{sorted(weights)}.')
-    self._session.run(self._assign, {
-        self._assign_inputs[name]: weights[name] for name in self._variables})
-
-  def get_weights(self) -> Dict[str, np.ndarray]:
-    return self._session.run(self._variables)
-
-  def close(self) -> None:
-    self._session.close()
 
 
 def unbuilt_network(hidden_sizes: Sequence[int],
@@ -149,7 +71,7 @@ class Policy:
             logits, 1, sample_seed, dtype=tf.int32)[:, 0]
       return action, losses.categorical_log_prob(logits, action), value
 
-    self._function = GraphFunction(
+    self._function = networks.GraphFunction(
         lambda: unbuilt_network(hidden_sizes, observation_spec, action_spec),
         step,
         [tf.TensorSpec((None,) + tuple(observation_spec.shape),

@@ -18,5 +18,5 @@ def make_policy(config: config_lib.Config, observation_spec: Any,
   """The inference server's batched, sampling policy."""
   from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
   limit_tf_threads()
-  network = make_network(config, observation_spec, action_spec)
-  return impala_networks.Policy(network, observation_spec, seed=seed)
+  return impala_networks.Policy(config, observation_spec, action_spec,
+                                seed=seed)

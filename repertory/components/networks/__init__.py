@@ -12,6 +12,7 @@ from repertory.components.networks.heads import PolicyValueHead
 from repertory.components.networks.heads import PolicyValueOutput
 from repertory.components.networks.heads import QHead
 from repertory.components.networks.policy_value import mlp_policy_value_network
+from repertory.components.networks.graph_function import GraphFunction
 from repertory.components.networks.policy_value import PolicyValueNetwork
 from repertory.components.networks.policy_value import RecurrentPolicyValueNetwork
 from repertory.components.networks.q_networks import QNetwork
