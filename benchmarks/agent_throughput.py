@@ -54,18 +54,17 @@ _OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
 def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
               warmup_steps: int, queue) -> None:
   """One plain process: batched env + batched policy forward, nothing else."""
-  from repertory.agents.impala import acting  # pylint: disable=g-import-not-at-top
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
   from repertory.agents.impala import networks  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
-  acting.limit_tf_threads()
+  from repertory.components import actors  # pylint: disable=g-import-not-at-top
+  actors.limit_tf_threads()
   config = config_lib.Config()
   env = environments.make_batched(
       env_spec, num_envs, seed=seed,
       kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
-  network = networks.make_network(config, env.observation_spec(),
-                                  env.action_spec())
-  policy = networks.Policy(network, env.observation_spec(), seed=seed)
+  policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
+                           seed=seed)
   state = policy.initial_state(num_envs)
   timestep = env.reset()
 
