@@ -44,6 +44,21 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
+def _like_a_shell() -> None:
+  """Starts the launcher with SIGINT unblocked and at its default, as a
+  terminal would: a child inherits its parent's signal mask and ignored
+  signals, and late in a full test run the pytest worker's (changed by
+  libraries loaded in it) left SIGINT undelivered to the launcher."""
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _signal_state(pid: int) -> str:
+  with open(f'/proc/{pid}/status') as f:
+    return ' '.join(line.strip() for line in f
+                    if line.startswith(('SigBlk', 'SigIgn', 'SigCgt')))
+
+
 def _alive(proc: psutil.Process) -> bool:
   try:
     return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -59,7 +74,7 @@ def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
   launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path),
                                'local_mp'],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
+                              text=True, preexec_fn=_like_a_shell)
   try:
     deadline = time.monotonic() + 180
     while not all((tmp_path / f'started_{i}').exists() for i in range(2)):
@@ -70,12 +85,19 @@ def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
                if _alive(p)]
     # Ray's own processes plus one actor process per node.
     assert len(started) >= 4, [p.cmdline() for p in started]
+    signals = _signal_state(launcher.pid)
     launcher.send_signal(signal.SIGINT)
-    output, _ = launcher.communicate(timeout=120)
+    try:
+      output, _ = launcher.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+      launcher.kill()
+      raise AssertionError(f'the launcher did not stop within 120 s of '
+                           f'SIGINT; its signal state then: {signals}; '
+                           f'output: {launcher.communicate()[0]}') from None
   finally:
     if launcher.poll() is None:
       launcher.kill()
-  assert launcher.returncode == 3, output
+  assert launcher.returncode == 3, (signals, output)
   assert 'every node stopped' in output
   # The nodes got their notice before being killed.
   for i in range(2):
