@@ -59,7 +59,12 @@ def loop_until_stopped(marker_path):
     f.write('final checkpoint')
 
 
-def stop_soon():
+def stop_soon(ready_path=None):
+  """Stops the program (once `ready_path` exists, if given)."""
+  deadline = time.monotonic() + 120
+  while ready_path and not os.path.exists(ready_path):
+    assert time.monotonic() < deadline, f'{ready_path} never appeared'
+    time.sleep(0.05)
   time.sleep(0.1)
   launch.stop()
 
@@ -69,6 +74,7 @@ class Learner:
   def __init__(self, handler_path):
     launch.register_stop_handler(
         lambda: open(handler_path, 'w').write(launch.get_launch_type()))
+    open(handler_path + '.registered', 'w').close()
 
   def run(self):
     launch.wait_for_stop(timeout=120)
@@ -144,7 +150,10 @@ def test_stop_from_a_node_ends_the_program(connected, tmp_path):
   program = launch.Program('stopping')
   program.add_node(launch.PyNode(loop_until_stopped, str(tmp_path / 'final')))
   program.add_node(launch.PyClassNode(Learner, str(tmp_path / 'handler')))
-  program.add_node(launch.PyNode(stop_soon))
+  # Stop only once the learner has registered its stop handler (on a busy
+  # machine its node may start after a stop sent right away).
+  program.add_node(launch.PyNode(stop_soon,
+                                 str(tmp_path / 'handler.registered')))
   launched = launch.launch(program, launch_type='ray',
                            logdir=str(tmp_path / 'logs'))
   assert not launched.is_running()
