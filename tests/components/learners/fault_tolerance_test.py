@@ -38,7 +38,7 @@ class _TinyLearner:
   @tf.function
   def _sgd_step(self):
     with tf.GradientTape() as tape:
-      loss = tf.reduce_sum(self.network(tf.ones([2, 3])) ** 2)
+      loss = tf.reduce_sum((self.network(tf.ones([2, 3])) - 1.0) ** 2)
       loss = tf.where(self.poison, tf.constant(np.nan, tf.float32), loss)
     gradients = tape.gradient(loss, self.network.trainable_variables)
     return learners.apply_if_finite(self.optimizer, gradients,

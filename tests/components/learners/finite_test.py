@@ -22,7 +22,9 @@ def _make_step(network, optimizer):
   @tf.function
   def step(scale):
     with tf.GradientTape() as tape:
-      loss = tf.reduce_sum(network(tf.ones([2, 3])) ** 2) * scale
+      # The target 1 keeps the output bias's gradient nonzero even when every
+      # hidden ReLU happens to be dead at this initialization.
+      loss = tf.reduce_sum((network(tf.ones([2, 3])) - 1.0) ** 2) * scale
     gradients = tape.gradient(loss, network.trainable_variables)
     return learners.apply_if_finite(optimizer, gradients,
                                     network.trainable_variables, loss)

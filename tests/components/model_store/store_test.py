@@ -17,7 +17,7 @@ def _make_objects():
 
 def _train_step(network, optimizer):
   with tf.GradientTape() as tape:
-    loss = tf.reduce_sum(network(tf.ones([2, 4])) ** 2)
+    loss = tf.reduce_sum((network(tf.ones([2, 4])) - 1.0) ** 2)
   grads = tape.gradient(loss, network.trainable_variables)
   optimizer.apply(grads, network.trainable_variables)
 
