@@ -23,7 +23,6 @@ import dm_env
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from repertory import core
 from repertory import launch
@@ -125,6 +124,7 @@ class VTraceLearner(core.Learner):
     self._counter = counter
     self._logger = make_logger('learner', logdir)
     self._iterator = None
+    self._results = learners.HostResults()
     self._steps = 0
     self._last_log = time.time()
     self._pending = {'learner_steps': 0, 'policy_lag_sum': 0.0,
@@ -133,9 +133,11 @@ class VTraceLearner(core.Learner):
     self._snapshot_dir = snapshot_dir
     self._nonfinite_updates = 0
     self._guard = None
+    # Adam's slots exist before `_train_step` is traced (and before a
+    # checkpoint is restored into them).
+    learners.create_optimizer_state(self._optimizer,
+                                    self._network.trainable_variables)
     if checkpoint_dir is not None:
-      learners.create_optimizer_state(self._optimizer,
-                                      self._network.trainable_variables)
       self._guard = learners.FaultTolerance(
           model_store.ModelStore(
               checkpoint_dir,
@@ -148,6 +150,12 @@ class VTraceLearner(core.Learner):
       restored = self._guard.resume()
       if restored is not None:
         self._steps = restored.step
+    # The version as the graph sees it, for the policy lag; `_next_results`
+    # keeps it equal to the store's.
+    self._graph_version = tf.Variable(self.version, dtype=tf.int64,
+                                      trainable=False)
+    self._graph_version_mirror = self.version
+    self._train_step = tf.function(self._train_step_fn)
     if snapshot_dir is not None and launch.get_launch_type() is not None:
       # After the guard's final checkpoint (stop handlers run in order).
       launch.register_stop_handler(self._final_snapshot)
@@ -214,40 +222,54 @@ class VTraceLearner(core.Learner):
         max_in_flight_samples_per_worker=self._config.batch_size,
         rate_limiter_timeout_ms=1000, drop_remainder=False)
 
-  def _sample(self, stop=None):
-    """Next batch of unrolls and how many of its rows are real.
+  def _train_step_fn(self, iterator) -> None:
+    """Inside `tf.function`: takes the next batch from `iterator` and, if
+    there is one, updates on it; sends the results to `self._results`.
 
-    Waits (logging) while the queue is empty; returns (None, 0) if `stop` is
-    set meanwhile. The unrolls taken from the queue before a wait timed out
-    come as a smaller batch: it is padded to `batch_size` with copies of its
-    first row (not real, masked out of the loss) so `_sgd_step` keeps one
-    input shape and no unroll that left the queue is lost.
+    A batch cut short by the rate-limiter timeout (the unrolls taken from
+    the queue before the dataset ended) is padded to `batch_size` with
+    copies of its first row, which are never kept (masked out of the loss),
+    so no unroll that left the queue is lost. It returns nothing (a
+    returned tensor would be an EagerTensor per step, see `HostResults`):
+    without a batch nothing is sent.
     """
-    waited = 0.0
-    batch_size = self._config.batch_size
-    while True:
-      if self._iterator is None:
-        self._iterator = iter(self._dataset())
-      try:
-        data = next(self._iterator).data
-        num_real = int(tree.flatten(data)[0].shape[0])
-        if num_real < batch_size:
-          data = tree.map_structure(
-              lambda x: tf.concat(  # pylint: disable=g-long-lambda
-                  [x, tf.repeat(x[:1], batch_size - num_real, axis=0)], 0),
-              data)
-        return data, num_real
-      except (StopIteration, tf.errors.OutOfRangeError):
-        # rate_limiter_timeout_ms passed with no data: the iterator ended.
-        self._iterator = None
-        waited += 1.0
-        if stop is not None and stop.is_set():
-          return None, 0
-        if waited % 30 == 0:
-          logging.info('Learner waiting for unrolls in table %r (%.0f s).',
-                       self._table, waited)
+    c = self._config
+    sample = iterator.get_next_as_optional()
 
-  @tf.function
+    def on_batch():
+      data = sample.get_value().data
+      num_real = tf.shape(tf.nest.flatten(data)[0])[0]
+
+      def pad(x):
+        padded = tf.concat([x, tf.repeat(x[:1], c.batch_size - num_real,
+                                         axis=0)], 0)
+        return tf.ensure_shape(padded, [c.batch_size] + x.shape[1:])
+      data = tf.nest.map_structure(pad, data)
+      lag = self._graph_version - tf.cast(data['policy_version'], tf.int64)
+      keep = tf.range(c.batch_size) < num_real
+      if c.max_policy_lag is not None:
+        keep = tf.logical_and(keep, lag <= c.max_policy_lag)
+      metrics = tf.cond(tf.reduce_any(keep),
+                        lambda: self._sgd_step(data, keep),
+                        self._no_update_metrics)
+      self._graph_version.assign_add(
+          tf.cast(metrics['learner/applied'], tf.int64))
+      self._results.send({
+          'num_real': num_real, 'lag': lag, 'keep': keep,
+          'metrics': metrics, 'version': self._graph_version,
+          'weights': networks.named_variables(self._network)})
+      return tf.constant(True)
+
+    tf.cond(sample.has_value(), on_batch, lambda: tf.constant(False))
+
+  def _no_update_metrics(self) -> Dict[str, tf.Tensor]:
+    """`_sgd_step`'s outputs when every unroll of a batch was dropped."""
+    zero = tf.constant(0.0)
+    return {'learner/applied': tf.constant(False), 'losses/total': zero,
+            'losses/policy': zero, 'losses/baseline': zero,
+            'losses/entropy': zero, 'charts/gradient_norm': zero,
+            'charts/mean_rho': zero, 'charts/mean_vs': zero}
+
   def _sgd_step(self, data: Dict[str, Any], keep: tf.Tensor
                 ) -> Dict[str, tf.Tensor]:
     """One update on a batch of unrolls; `keep` [B] bool drops stale ones."""
@@ -307,39 +329,63 @@ class VTraceLearner(core.Learner):
         'charts/mean_vs': tf.reduce_sum(maskf * returns.vs) / count,
     }
 
+  def _next_results(self, stop=None) -> Optional[Dict[str, Any]]:
+    """Runs `_train_step` until a batch came; returns its results (numpy),
+    or None if the program stops meanwhile. Holds the guard's lock for the
+    step, so no update happens after the final checkpoint."""
+    waited = 0.0
+    while True:
+      if self._iterator is None:
+        self._iterator = iter(self._dataset())
+      with self._guard.lock if self._guard else contextlib.nullcontext():
+        if self._guard is not None and self._guard.stopped:
+          return None  # The final checkpoint is written: no update after it.
+        if self._graph_version_mirror != self.version:  # Resumed/rolled back.
+          self._graph_version.assign(self.version)
+          self._graph_version_mirror = self.version
+        self._train_step(self._iterator)
+        results = self._results.take()
+        if results is not None:
+          self._graph_version_mirror = int(results['version'])
+          self._record(results)
+          return results
+      # rate_limiter_timeout_ms passed with no data: the iterator ended.
+      self._iterator = None
+      waited += 1.0
+      if stop is not None and stop.is_set():
+        return None
+      if waited % 30 == 0:
+        logging.info('Learner waiting for unrolls in table %r (%.0f s).',
+                     self._table, waited)
+
+  def _record(self, results: Dict[str, Any]) -> None:
+    """Publishes the weights of an applied update; tells the guard."""
+    updated = bool(results['keep'].any())
+    applied = bool(results['metrics']['learner/applied'])
+    if applied:
+      self._store.publish({networks_lib.POLICY: results['weights']})
+    elif updated:
+      self._nonfinite_updates += 1
+      if self._guard is None:
+        logging.warning('Non-finite loss or gradient at step %d: update '
+                        'skipped.', self._steps + 1)
+    self._steps += 1
+    if updated and self._guard is not None:
+      self._guard.record_update(applied, self._steps)
+
   def step(self, stop=None) -> Optional[Dict[str, float]]:
     """One learner step; returns its metrics (None if stopped waiting)."""
-    data, num_real = self._sample(stop)
-    if data is None:
+    results = self._next_results(stop)
+    if results is None:
       return None
-    behaviour_version = data['policy_version'].numpy()[:num_real]  # [B']
-    lag = self.version - behaviour_version
-    if self._config.max_policy_lag is None:
-      keep = np.ones_like(lag, bool)
-    else:
-      keep = lag <= self._config.max_policy_lag
+    num_real = int(results['num_real'])
+    lag = results['lag'][:num_real]
+    keep = results['keep'][:num_real]
     num_kept = int(keep.sum())
-    # Padding rows (see `_sample`) are never kept.
-    keep_padded = np.zeros(self._config.batch_size, bool)
-    keep_padded[:num_real] = keep
     metrics = {}
-    with self._guard.lock if self._guard else contextlib.nullcontext():
-      if self._guard is not None and self._guard.stopped:
-        return None  # The final checkpoint is written: no update after it.
-      if num_kept:
-        outputs = self._sgd_step(dict(data), tf.constant(keep_padded))
-        applied = bool(outputs.pop('learner/applied'))
-        metrics = {k: float(v) for k, v in outputs.items()}
-        if applied:
-          self._store.publish({networks_lib.POLICY: self._weights()})
-        else:
-          self._nonfinite_updates += 1
-          if self._guard is None:
-            logging.warning('Non-finite loss or gradient at step %d: update '
-                            'skipped.', self._steps + 1)
-      self._steps += 1
-      if num_kept and self._guard is not None:
-        self._guard.record_update(applied, self._steps)
+    if num_kept:
+      metrics = {k: float(v) for k, v in results['metrics'].items()
+                 if k != 'learner/applied'}
     metrics['learner/nonfinite_updates'] = self._nonfinite_updates
     metrics.update({
         'learner/steps': self._steps,

@@ -4,6 +4,7 @@ test on catch."""
 
 import json
 import os
+import threading
 import time
 
 import numpy as np
@@ -123,6 +124,12 @@ def test_stale_unrolls_are_dropped_and_counted(catch_replay):
   assert learner._pending['dropped_stale'] == 4  # pylint: disable=protected-access
 
 
+def _set_event():
+  event = threading.Event()
+  event.set()
+  return event
+
+
 def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   # batch_size 4, but the queue holds 3 unrolls: after the 1 s rate-limiter
   # timeout the learner trains on the 3 (padded, padding masked) instead of
@@ -141,6 +148,11 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   assert learner._pending['policy_lag_items'] == 3  # pylint: disable=protected-access
   assert metrics['charts/mean_rho'] == pytest.approx(1.0, abs=1e-5)
   assert client.server_info()[program_lib.TABLE].current_size == 0
+  # The queue runs dry (the dataset ends), then a new dataset: same trace.
+  assert learner.step(stop=_set_event()) is None
+  actor.run(num_steps=config.unroll_length)
+  assert learner.step()['charts/policy_lag'] == 1.0
+  assert learner._train_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
 
 
 def _experiment(tmp_path, agent, **kwargs):
