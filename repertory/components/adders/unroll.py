@@ -101,6 +101,11 @@ def time_major_transitions(data) -> UnrollTransitions:
       mask=mask, first=first)
 
 
+# Placeholders in `_step_sources` for the fields that are one value per item.
+_POLICY_VERSION = object()
+_ACTOR_ID = object()
+
+
 def _as_flat(nest) -> List[Any]:
   if isinstance(nest, np.ndarray):
     return [nest]
@@ -178,8 +183,7 @@ class UnrollAdder(base.ReverbAdder):
     self._reward = np.zeros(self._shape, base.REWARD_DTYPE)
     self._discount = np.zeros(self._shape, base.REWARD_DTYPE)
     self._step_type = np.zeros(self._shape, base.STEP_TYPE_DTYPE)
-    self._columns = None  # Cached writer history columns (flat).
-    self._structure = None
+    self._flat_sources = None  # `_step_sources()`, flattened.
 
   # --- buffers --------------------------------------------------------------
 
@@ -291,27 +295,44 @@ class UnrollAdder(base.ReverbAdder):
 
   def _write(self) -> None:
     """Appends and inserts one [T + 1] unroll per environment."""
+    if self._priority_fn is not None:
+      self._write_nested()
+      return
+    if self._flat_sources is None:
+      self._flat_sources = tree.flatten(self._step_sources())
     for i in range(self._N):
-      step = {
-          'observation': tree.map_structure(lambda b: b[i], self._obs),
-          'action': tree.map_structure(lambda b: b[i], self._actions),
-          'reward': self._reward[i],
-          'discount': self._discount[i],
-          'step_type': self._step_type[i],
-          'extras': tree.map_structure(lambda b: b[i], self._extras),
-          'policy_version': self._version0,
-          'actor_id': self._actor_id,
-      }
-      if self._state0 is not None:
-        step['core_state'] = tree.map_structure(lambda b: b[i], self._state0)
+      self._insert_step([
+          self._version0 if source is _POLICY_VERSION
+          else self._actor_id if source is _ACTOR_ID else source[i]
+          for source in self._flat_sources])
+    self._finish_write()
+
+  def _step_sources(self):
+    """One item's fields: the [N, ...] buffers, indexed per environment."""
+    sources = {
+        'observation': self._obs, 'action': self._actions,
+        'reward': self._reward, 'discount': self._discount,
+        'step_type': self._step_type, 'extras': self._extras,
+        'policy_version': _POLICY_VERSION, 'actor_id': _ACTOR_ID,
+    }
+    if self._state0 is not None:
+      sources['core_state'] = self._state0
+    return sources
+
+  def _write_nested(self) -> None:
+    """`_write` for a `priority_fn`, which is given each item as a nest."""
+    structure = self._step_sources()
+    for i in range(self._N):
+      step = tree.map_structure(
+          lambda source: (self._version0 if source is _POLICY_VERSION  # pylint: disable=g-long-lambda
+                          else self._actor_id if source is _ACTOR_ID
+                          else source[i]), structure)
       self._writer.append(step)
-      if self._columns is None:
-        history = self._writer.history
-        self._structure = history
-        self._columns = tree.flatten(history)
-      trajectory = tree.unflatten_as(self._structure,
-                                     [c[-1] for c in self._columns])
-      self._create_item(trajectory, flush=False)
+      history = self._writer.history
+      self._create_item(tree.map_structure(lambda c: c[-1], history),
+                        flush=False)
+
+  def _finish_write(self) -> None:
     self._flush(self._max_in_flight_items)
     # The last step of this unroll is the first step of the next one.
     T = self._T
