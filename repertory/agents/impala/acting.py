@@ -74,7 +74,8 @@ class ImpalaActor(core.Worker):
             observation_spec, action_spec, None, None),
         extras_spec={'logits': np.zeros((num_actions,), np.float32)},
         core_state_spec=networks_lib.state_spec(config))
-    self._reporter = episodes.ActorReporter(counter, monitor)
+    self._reporter = episodes.ActorReporter(
+        counter, monitor, min_interval_s=episodes.REPORT_INTERVAL_S)
     self._episodes = episodes.EpisodeTracker(num_envs)
     self._version = -1
     self._timestep = None
@@ -133,6 +134,7 @@ class ImpalaActor(core.Worker):
     if end is None:  # Stopping: report what the last partial unroll did.
       self._reporter.report((self.steps % unroll) * self._num_envs,
                             *self._episodes.pop())
+    self._reporter.flush()
 
 
 class EvalActor(core.Actor):

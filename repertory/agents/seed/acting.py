@@ -52,7 +52,8 @@ class SeedActor(core.Worker):
         kind=config_lib.batched_env_kind(batched_env_kind, env_spec))
     self._server = server
     self._report_every = report_every
-    self._reporter = episodes.ActorReporter(counter, monitor)
+    self._reporter = episodes.ActorReporter(
+        counter, monitor, min_interval_s=episodes.REPORT_INTERVAL_S)
     self._episodes = episodes.EpisodeTracker(num_envs)
     self._timestep = None
     self.steps = 0
@@ -92,3 +93,4 @@ class SeedActor(core.Worker):
     if end is None:  # Stopping: report the steps since the last report.
       self._reporter.report((self.steps % every) * self._num_envs,
                             *self._episodes.pop())
+    self._reporter.flush()

@@ -1,9 +1,14 @@
 """Episode bookkeeping for batched actors (no TensorFlow: env-only actors
 use it too)."""
 
+import time
 from typing import Any, List, Tuple
 
 import numpy as np
+
+# How often batched actors send their counts (`ActorReporter`): the
+# counters and the monitor lag by at most this much.
+REPORT_INTERVAL_S = 0.25
 
 _FIRST = 0  # dm_env.StepType.FIRST
 _LAST = 2   # dm_env.StepType.LAST
@@ -47,16 +52,40 @@ class EpisodeTracker:
 
 class ActorReporter:
   """Sends actor steps to the counter and finished episodes to the run
-  monitor, through futures (never blocking the actor); call it once per
-  unroll or so, not per step."""
+  monitor, through futures (never blocking the actor).
 
-  def __init__(self, counter: Any = None, monitor: Any = None):
+  With `min_interval_s` > 0, `report` only accumulates until that long has
+  passed since the last send (a Ray call costs about as much as writing an
+  unroll); `flush()` sends what is pending (call it when the actor stops).
+  """
+
+  def __init__(self, counter: Any = None, monitor: Any = None,
+               min_interval_s: float = 0.0):
+    if min_interval_s < 0:
+      raise ValueError(f'min_interval_s must be >= 0, got {min_interval_s}.')
     self._counter = counter
     self._monitor = monitor
+    self._min_interval_s = min_interval_s
+    self._last_send = -float('inf')
+    self._steps = 0
+    self._returns: List[float] = []
+    self._lengths: List[int] = []
 
   def report(self, steps: int, returns: List[float],
              lengths: List[int]) -> None:
-    if self._counter is not None and steps:
-      self._counter.futures.increment(actor_steps=steps)
-    if self._monitor is not None and returns:
-      self._monitor.futures.record_episodes(returns=returns, lengths=lengths)
+    self._steps += steps
+    self._returns.extend(returns)
+    self._lengths.extend(lengths)
+    if time.monotonic() - self._last_send >= self._min_interval_s:
+      self.flush()
+
+  def flush(self) -> None:
+    """Sends the pending steps and episodes now."""
+    self._last_send = time.monotonic()
+    if self._counter is not None and self._steps:
+      self._counter.futures.increment(actor_steps=self._steps)
+    if self._monitor is not None and self._returns:
+      self._monitor.futures.record_episodes(returns=self._returns,
+                                            lengths=self._lengths)
+    self._steps = 0
+    self._returns, self._lengths = [], []

@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import time
 
 import dm_env
 import numpy as np
@@ -130,3 +131,33 @@ def test_monitor_stops_early_at_the_return_threshold(tmp_path):
   monitor.record_episodes(returns=[1.0])
   assert monitor._done(monitor.summary())  # pylint: disable=protected-access
   assert isinstance(dm_env.StepType.FIRST, dm_env.StepType)
+
+
+def _wait_for_count(counter, key, value, timeout=30.0):
+  deadline = time.monotonic() + timeout
+  while counter.get_counts().get(key, 0) != value:
+    assert time.monotonic() < deadline, counter.get_counts()
+    time.sleep(0.01)
+
+
+def test_actor_reporter_sends_at_most_once_per_interval_then_flushes():
+  program = launch.Program('reporter_test')
+  with program.group('counter'):
+    program.add_node(launch.CourierNode(counting.Counter))
+  launched = launch.launch(program, launch_type='test_mt', block=False,
+                           termination_notice_secs=5)
+  try:
+    counter = program.groups['counter'][0].create_handle().dereference()
+    reporter = evaluation.ActorReporter(counter, None, min_interval_s=3600)
+    reporter.report(10, [], [])             # The first report is sent.
+    _wait_for_count(counter, 'actor_steps', 10)
+    for _ in range(4):
+      reporter.report(10, [1.0], [9])       # Held back: interval not over.
+    time.sleep(0.2)
+    assert counter.get_counts()['actor_steps'] == 10
+    reporter.flush()
+    _wait_for_count(counter, 'actor_steps', 50)
+  finally:
+    launched.stop(timeout=60)
+  with pytest.raises(ValueError, match='min_interval_s'):
+    evaluation.ActorReporter(None, None, min_interval_s=-1)
