@@ -14,6 +14,7 @@ from repertory import environments
 from repertory import launch
 from repertory.components import adders
 from repertory.components import evaluation
+from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 
@@ -73,7 +74,8 @@ class ReplayActor(core.Worker):
   """What the Ape-X and R2D2 actors share: weight fetches (tagging the
   adders' items with the policy version), episode bookkeeping, batched
   reports to the counter and monitor (`ActorReporter`), the run loop and
-  shutdown. Subclasses set `_client`, `_network`, `_adders` and `_epsilon`,
+  shutdown. Subclasses set `_client`, `_policy` (a `GraphFunction`),
+  `_adders` and `_epsilon`,
   call `_start_bookkeeping` and implement `step()` (calling
   `_record_step`, `_end_episode` and `_after_call`)."""
 
@@ -95,7 +97,7 @@ class ReplayActor(core.Worker):
     version = self._client.version
     self._client.update(wait=wait)
     if self._client.version != version:
-      network_variables.assign_variables(self._network, self._client.params)
+      self._policy.set_weights(self._client.params)
       for adder in self._adders:
         adder.set_policy_version(self._client.version)
 
@@ -172,8 +174,9 @@ class ApexActor(ReplayActor):
         environments.make(experiment.env, seed=seed + j)
         for j in range(experiment.envs_per_actor)]
     spec = adders.make_environment_spec(self._envs[0])
-    self._network = make_network(spec, config)
-    self._policy = batch_policy(self._network, spec.observations)
+    self._policy = batch_policy(lambda: make_network(spec, config,
+                                                     build=False),
+                                spec.observations)
     self._action_dtype = np.dtype(spec.actions.dtype)
     self._client = variables_lib.VariableClient(
         variable_source, 'policy',
@@ -203,7 +206,7 @@ class ApexActor(ReplayActor):
       self._fetch_weights(wait=True)
     if self._q_values is None:
       self._q_values = self._policy(stack(
-          [t.observation for t in self._timesteps])).numpy()
+          [t.observation for t in self._timesteps]))
     q_values = self._q_values
     num_envs = len(self._envs)
     actions = epsilon_greedy(q_values, np.full(num_envs, self._epsilon),
@@ -216,7 +219,7 @@ class ApexActor(ReplayActor):
     # the first observations of the episodes that start now.
     next_q = self._policy(stack(
         [t.observation for t in next_timesteps] +
-        [firsts[j].observation for j in ended])).numpy()
+        [firsts[j].observation for j in ended]))
     for j, (adder, timestep) in enumerate(zip(self._adders, next_timesteps)):
       self._priorities[j].bootstrap_value = float(np.max(next_q[j]))
       adder.add(actions[j], timestep,
@@ -232,13 +235,17 @@ class ApexActor(ReplayActor):
     self._after_call(num_envs)
 
 
-def batch_policy(network: Callable[[Any], Any], observation_spec: Any):
-  """`network` as a tf.function over `[None, ...]` observation batches (one
-  trace whatever the batch size)."""
+def batch_policy(make_network: Callable[[], Any], observation_spec: Any
+                 ) -> networks_lib.GraphFunction:
+  """The network's Q-values over `[None, ...]` observation batches, numpy
+  in and out, in a graph of its own (`GraphFunction`: no TensorFlow objects
+  per call, one trace whatever the batch size). `make_network()` builds the
+  network without its variables."""
   signature = tf.nest.map_structure(
       lambda s: tf.TensorSpec((None,) + tuple(s.shape), tf.as_dtype(s.dtype)),
       observation_spec)
-  return tf.function(network, input_signature=[signature], autograph=False)
+  return networks_lib.GraphFunction(make_network, lambda net, x: net(x),
+                                    [signature])
 
 
 def constant_priority(value: float, item) -> float:

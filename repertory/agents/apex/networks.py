@@ -25,9 +25,11 @@ class DuelingQNetwork(snt.Module):
     return self._head(self._torso(observation))
 
 
-def make_network(environment_spec: Any, config: Any) -> DuelingQNetwork:
+def make_network(environment_spec: Any, config: Any,
+                 build: bool = True) -> DuelingQNetwork:
   """Builds the network for an `EnvironmentSpec` and an Ape-X `Config`, and
-  creates its variables with one dummy call."""
+  creates its variables with one dummy call (unless `build` is False:
+  `networks.GraphFunction` creates them in its graph)."""
   observation_spec = environment_spec.observations
   num_actions = getattr(environment_spec.actions, 'num_values', None)
   if num_actions is None:
@@ -37,5 +39,6 @@ def make_network(environment_spec: Any, config: Any) -> DuelingQNetwork:
                             obs_rank=max(1, len(observation_spec.shape)),
                             torso_sizes=config.torso_sizes,
                             head_sizes=config.head_sizes)
-  network(tf.zeros((1,) + tuple(observation_spec.shape), tf.float32))
+  if build:
+    network(tf.zeros((1,) + tuple(observation_spec.shape), tf.float32))
   return network

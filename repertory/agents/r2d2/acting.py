@@ -13,6 +13,7 @@ from repertory import core
 from repertory import environments
 from repertory.agents.apex import acting as apex_acting
 from repertory.components import adders
+from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 
@@ -32,24 +33,42 @@ def state_to_numpy(state) -> Mapping[str, np.ndarray]:
   return {'hidden': np.asarray(state.hidden), 'cell': np.asarray(state.cell)}
 
 
-def recurrent_policy(network: Any, observation_spec: Any, state_size: int):
-  """`network(oar, state)` as a tf.function over `[None, ...]` batches; the
-  state is passed and returned as a {'hidden', 'cell'} dict."""
-  import sonnet as snt  # pylint: disable=g-import-not-at-top
+def _signatures(observation_spec: Any, state_size: int):
+  """Input signatures of `_policy_step` over `[None, ...]` batches."""
   obs_signature = tf.nest.map_structure(
       lambda s: tf.TensorSpec((None,) + tuple(s.shape), tf.as_dtype(s.dtype)),
       observation_spec)
   state_signature = {
       'hidden': tf.TensorSpec((None, state_size), tf.float32),
       'cell': tf.TensorSpec((None, state_size), tf.float32)}
+  return [obs_signature, state_signature]
 
-  def step(oar, state):
-    q_values, next_state = network(
-        oar, snt.LSTMState(hidden=state['hidden'], cell=state['cell']))
-    return q_values, {'hidden': next_state.hidden, 'cell': next_state.cell}
 
-  return tf.function(step, input_signature=[obs_signature, state_signature],
+def _policy_step(network: Any, oar: Any, state: Mapping[str, Any]):
+  """`network(oar, state)` with the state as a {'hidden', 'cell'} dict."""
+  import sonnet as snt  # pylint: disable=g-import-not-at-top
+  q_values, next_state = network(
+      oar, snt.LSTMState(hidden=state['hidden'], cell=state['cell']))
+  return q_values, {'hidden': next_state.hidden, 'cell': next_state.cell}
+
+
+def recurrent_policy(network: Any, observation_spec: Any, state_size: int):
+  """`network(oar, state)` as a tf.function over `[None, ...]` batches; the
+  state is passed and returned as a {'hidden', 'cell'} dict."""
+  return tf.function(functools.partial(_policy_step, network),
+                     input_signature=_signatures(observation_spec,
+                                                 state_size),
                      autograph=False)
+
+
+def graph_recurrent_policy(make_network: Callable[[], Any],
+                           observation_spec: Any, state_size: int
+                           ) -> networks_lib.GraphFunction:
+  """`recurrent_policy` in a graph of its own, numpy in and out
+  (`GraphFunction`: no TensorFlow objects per call, for the acting loop);
+  `make_network()` builds the network without its variables."""
+  return networks_lib.GraphFunction(
+      make_network, _policy_step, _signatures(observation_spec, state_size))
 
 
 def _h(x: np.ndarray, eps: float) -> np.ndarray:
@@ -137,9 +156,9 @@ class R2D2Actor(apex_acting.ReplayActor):
         for j in range(experiment.envs_per_actor)]
     spec = adders.make_environment_spec(self._envs[0])
     self._action_dtype = np.dtype(spec.actions.dtype)
-    self._network = make_network(spec, config)
-    self._policy = recurrent_policy(self._network, spec.observations,
-                                    config.lstm_size)
+    self._policy = graph_recurrent_policy(
+        lambda: make_network(spec, config, build=False), spec.observations,
+        config.lstm_size)
     self._client = variables_lib.VariableClient(
         variable_source, 'policy',
         update_period=config.variable_update_period)
@@ -175,8 +194,6 @@ class R2D2Actor(apex_acting.ReplayActor):
     state = self._state
     q_values, next_state = self._policy(
         apex_acting.stack([t.observation for t in self._timesteps]), state)
-    q_values = q_values.numpy()
-    next_state = {k: v.numpy() for k, v in next_state.items()}
     num_envs = len(self._envs)
     actions = epsilon_greedy(q_values, np.full(num_envs, self._epsilon),
                              self._rng).astype(self._action_dtype)

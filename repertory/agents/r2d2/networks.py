@@ -56,9 +56,11 @@ class RecurrentQNetwork(snt.Module):
     return self._head(outputs), state
 
 
-def make_network(environment_spec: Any, config: Any) -> RecurrentQNetwork:
+def make_network(environment_spec: Any, config: Any,
+                 build: bool = True) -> RecurrentQNetwork:
   """Builds the network for an environment spec (`EnvironmentSpec`) and
-  an R2D2 `Config`, and creates its variables with one dummy step."""
+  an R2D2 `Config`, and creates its variables with one dummy step (unless
+  `build` is False: `networks.GraphFunction` creates them in its graph)."""
   observation_spec = environment_spec.observations
   if hasattr(observation_spec, 'observation'):  # An OAR spec.
     observation_spec = observation_spec.observation
@@ -74,5 +76,6 @@ def make_network(environment_spec: Any, config: Any) -> RecurrentQNetwork:
       head_sizes=config.head_sizes)
   dummy = (tf.zeros((1,) + tuple(observation_spec.shape), tf.float32),
            tf.zeros((1,), tf.int32), tf.zeros((1,), tf.float32))
-  network(dummy, network.initial_state(1))
+  if build:
+    network(dummy, network.initial_state(1))
   return network
