@@ -15,8 +15,6 @@ The last `max_to_keep` checkpoints rotate (`tf.train.CheckpointManager`);
 tagged versions are copied aside and kept until re-tagged.
 """
 
-import ctypes
-import functools
 import json
 import os
 import threading
@@ -27,29 +25,6 @@ from absl import logging
 import tensorflow as tf
 
 _PREFIX = 'ckpt'
-
-
-@functools.lru_cache(maxsize=1)
-def _malloc_trim():
-  """glibc's `malloc_trim`, or None (another C library)."""
-  try:
-    return ctypes.CDLL(None).malloc_trim
-  except (OSError, AttributeError):
-    return None
-
-
-def release_freed_memory() -> None:
-  """Hands the C heap's free pages back to the operating system.
-
-  A TensorFlow checkpoint write allocates and frees some 40 KB of native
-  memory per save that glibc keeps in its per-thread arenas and does not
-  reuse well: a learner checkpointing every few seconds grew by ~13 MiB
-  per 10 minutes (BENCHMARKS.md, "Memory"). `malloc_trim(0)` returns it
-  (a millisecond or so); a no-op without glibc.
-  """
-  trim = _malloc_trim()
-  if trim is not None:
-    trim(0)
 
 
 class Restored(NamedTuple):
@@ -107,7 +82,6 @@ class ModelStore:
       self._step.assign(step)
       path = self._manager.save(checkpoint_number=version)
       self._last_save = (time.time(), step)
-    release_freed_memory()
     logging.info('Checkpointed version %d (step %d) to %s.', version, step,
                  path)
     return path
