@@ -3,11 +3,14 @@
 import csv
 import glob
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from repertory.components import loggers
+from repertory.components.loggers import tensorboard as loggers_tensorboard
 
 
 def test_make_logger_namespaces_and_fans_out(tmp_path):
@@ -85,3 +88,26 @@ def test_a_distribution_is_a_histogram_in_tensorboard_and_a_mean_elsewhere(
   assert events['learner/learner_steps'][0][1].metadata.plugin_data \
       .plugin_name == 'scalars'
   assert 'learner/none' not in events  # Nothing to draw.
+
+
+def test_tensorboard_events_are_written_without_importing_tensorflow(
+    tmp_path):
+  # tf.summary in eager mode leaks (TF 2.15 / Python 3.11); environment-only
+  # actors must not import TensorFlow at all.
+  code = (
+      'import sys\n'
+      'import numpy as np\n'
+      'from repertory.components.loggers import tensorboard\n'
+      f'logger = tensorboard.TensorBoardLogger({str(tmp_path)!r})\n'
+      "logger.write({'x': 1.5, 'lags': np.array([0, 1, 1, 3])})\n"
+      'logger.close()\n'
+      "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n")
+  subprocess.run([sys.executable, '-c', code], check=True)
+  events = _events(str(tmp_path))
+  [(_, scalar)] = events['x']
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  assert float(tf.make_ndarray(scalar.tensor)) == 1.5
+  [(_, histogram)] = events['lags']
+  buckets = tf.make_ndarray(histogram.tensor)
+  assert buckets.shape == (loggers_tensorboard.HISTOGRAM_BUCKETS, 3)
+  assert buckets[:, 2].sum() == 4 and buckets[-1, 2] == 1  # 3 in the last.
