@@ -297,15 +297,20 @@ class UnrollAdder(base.ReverbAdder):
     """Appends and inserts one [T + 1] unroll per environment."""
     if self._priority_fn is not None:
       self._write_nested()
-      return
-    if self._flat_sources is None:
-      self._flat_sources = tree.flatten(self._step_sources())
-    for i in range(self._N):
-      self._insert_step([
-          self._version0 if source is _POLICY_VERSION
-          else self._actor_id if source is _ACTOR_ID else source[i]
-          for source in self._flat_sources])
-    self._finish_write()
+    else:
+      if self._flat_sources is None:
+        self._flat_sources = tree.flatten(self._step_sources())
+      for i in range(self._N):
+        self._insert_step([self._field(source, i)
+                           for source in self._flat_sources])
+    self._flush(self._max_in_flight_items)
+    # The last step of this unroll is the first step of the next one.
+    T = self._T
+    self._reward[:, 0] = self._reward[:, T]
+    self._discount[:, 0] = self._discount[:, T]
+    self._step_type[:, 0] = self._step_type[:, T]
+    for buf in self._obs_flat:
+      buf[:, 0] = buf[:, T]
 
   def _step_sources(self):
     """One item's fields: the [N, ...] buffers, indexed per environment."""
@@ -319,28 +324,23 @@ class UnrollAdder(base.ReverbAdder):
       sources['core_state'] = self._state0
     return sources
 
+  def _field(self, source, i: int):
+    """Environment i's value of one `_step_sources` leaf."""
+    if source is _POLICY_VERSION:
+      return self._version0
+    if source is _ACTOR_ID:
+      return self._actor_id
+    return source[i]
+
   def _write_nested(self) -> None:
     """`_write` for a `priority_fn`, which is given each item as a nest."""
     structure = self._step_sources()
     for i in range(self._N):
-      step = tree.map_structure(
-          lambda source: (self._version0 if source is _POLICY_VERSION  # pylint: disable=g-long-lambda
-                          else self._actor_id if source is _ACTOR_ID
-                          else source[i]), structure)
-      self._writer.append(step)
-      history = self._writer.history
-      self._create_item(tree.map_structure(lambda c: c[-1], history),
+      self._writer.append(tree.map_structure(
+          lambda source: self._field(source, i), structure))  # pylint: disable=cell-var-from-loop
+      self._create_item(tree.map_structure(lambda c: c[-1],
+                                           self._cached_history()),
                         flush=False)
-
-  def _finish_write(self) -> None:
-    self._flush(self._max_in_flight_items)
-    # The last step of this unroll is the first step of the next one.
-    T = self._T
-    self._reward[:, 0] = self._reward[:, T]
-    self._discount[:, 0] = self._discount[:, T]
-    self._step_type[:, 0] = self._step_type[:, T]
-    for buf in self._obs_flat:
-      buf[:, 0] = buf[:, T]
 
   def _reset_episode(self) -> None:
     self._t = -1

@@ -114,3 +114,33 @@ def test_time_major_transitions_mask_the_auto_resets(make_client, read_all,
                                 [3, 4, 5])
   np.testing.assert_array_equal(got.reward.numpy(), [[4, 14], [5, 0], [6, 16]])
   np.testing.assert_array_equal(got.discount.numpy(), [[1, 1], [1, 0], [1, 1]])
+
+
+def test_a_priority_fn_sees_each_item_as_a_nest_and_items_are_the_same(
+    make_client, read_all, env_spec):
+  sig = adders.UnrollAdder.signature(env_spec, T)
+  client = make_client({'flat': sig, 'nested': sig})
+  seen = []
+
+  def priority_fn(item):
+    seen.append(item)
+    return 1.0
+
+  plain = adders.UnrollAdder(client, 'flat', T, N, actor_id=1,
+                             environment_spec=env_spec)
+  with_priority = adders.UnrollAdder(client, 'nested', T, N, actor_id=1,
+                                     environment_spec=env_spec,
+                                     priority_fn=priority_fn)
+  for adder in (plain, with_priority):
+    adder.add_first(timestep(0))
+    for k in range(1, 7):
+      adder.set_policy_version(k)
+      adder.add(np.array([k, 10 + k]) - 1, timestep(k))
+    adder.flush()
+  flat, nested = read_all(client, 'flat'), read_all(client, 'nested')
+  assert len(flat) == len(nested) == 4 and len(seen) == 4
+  for a, b in zip(flat, nested):
+    for key in a:
+      np.testing.assert_array_equal(a[key], b[key])
+  np.testing.assert_array_equal(seen[1]['observation'], 10 + np.arange(T + 1))
+  assert seen[3]['policy_version'] == 4
