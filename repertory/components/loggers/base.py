@@ -2,6 +2,7 @@
 
 import abc
 import numbers
+import threading
 import time
 from typing import Any, Dict, Mapping, Sequence
 
@@ -67,18 +68,26 @@ def is_number(value: Any) -> bool:
 
 
 class Dispatcher(Logger):
-  """Writes every row to each of several loggers."""
+  """Writes every row to each of several loggers, one row at a time.
+
+  A node's methods run on several threads (its run loop and the calls it
+  serves); the lock keeps one row's writes from interleaving with
+  another's in the file sinks behind it.
+  """
 
   def __init__(self, loggers: Sequence[Logger]):
     self._loggers = list(loggers)
+    self._lock = threading.Lock()
 
   def write(self, values: LoggingData) -> None:
-    for logger in self._loggers:
-      logger.write(values)
+    with self._lock:
+      for logger in self._loggers:
+        logger.write(values)
 
   def close(self) -> None:
-    for logger in self._loggers:
-      logger.close()
+    with self._lock:
+      for logger in self._loggers:
+        logger.close()
 
 
 class NamespacedLogger(Logger):

@@ -5,6 +5,7 @@ import glob
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -33,6 +34,37 @@ def test_make_logger_namespaces_and_fans_out(tmp_path):
           for e in tf.compat.v1.train.summary_iterator(path)
           for v in e.summary.value}
   assert ('actor/episode_return', 20) in tags
+
+
+def test_rows_written_from_several_threads_all_reach_the_csv(tmp_path):
+  # A node's run loop and the calls it serves write to one logger; a row
+  # that widens the CSV (a new key) must not meet another thread's write.
+  logger = loggers.make_logger('learner', logdir=str(tmp_path),
+                               time_delta=3600.0, print_fn=lambda _: None)
+  threads, rows = 4, 100
+  start = threading.Barrier(threads)
+  errors = []
+
+  def write(thread):
+    start.wait()
+    try:
+      for i in range(rows):
+        logger.write({'step': i, f'key_{thread}_{i % 10}': thread})
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  workers = [threading.Thread(target=write, args=(t,))
+             for t in range(threads)]
+  for worker in workers:
+    worker.start()
+  for worker in workers:
+    worker.join()
+  logger.close()
+  assert not errors, errors
+  with open(tmp_path / 'csv' / 'learner.csv') as f:
+    written = list(csv.DictReader(f))
+  assert len(written) == threads * rows
+  assert len(written[0]) == 1 + threads * 10
 
 
 def test_terminal_time_filter():
