@@ -52,8 +52,13 @@ _OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
 
 
 def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
-              warmup_steps: int, queue) -> None:
-  """One plain process: batched env + batched policy forward, nothing else."""
+              warmup_steps: int, queue, start_event) -> None:
+  """One plain process: batched env + batched policy forward, nothing else.
+
+  It warms up, says 'ready', and waits for `start_event` so that all the
+  processes of one ceiling measure the same window (a process that started
+  early would otherwise run part of its window alone).
+  """
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
   from repertory.agents.impala import networks  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
@@ -77,6 +82,7 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   for _ in range(warmup_steps):
     step()
   queue.put('ready')
+  start_event.wait()
   steps, start = 0, time.perf_counter()
   while time.perf_counter() - start < seconds:
     step()
@@ -88,16 +94,20 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
 def measure_ceiling(env_spec: str, num_actors: int, num_envs: int,
                     seconds: float) -> float:
   context = multiprocessing.get_context('spawn')
-  queue = context.Queue()
+  queue, start_event = context.Queue(), context.Event()
   processes = [context.Process(
       target=_raw_loop, args=(env_spec, num_envs, i * num_envs, seconds, 200,
-                              queue)) for i in range(num_actors)]
+                              queue, start_event))
+               for i in range(num_actors)]
   for p in processes:
     p.start()
-  results = [queue.get(timeout=600) for _ in range(2 * num_actors)]
+  results = [queue.get(timeout=600) for _ in range(num_actors)]
+  assert all(r == 'ready' for r in results), results
+  start_event.set()
+  results = [queue.get(timeout=600) for _ in range(num_actors)]
   for p in processes:
     p.join(60)
-  return float(sum(r for r in results if r != 'ready'))
+  return float(sum(results))
 
 
 def measure_program(agent: str, env_spec: str, num_actors: int,

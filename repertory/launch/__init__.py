@@ -18,6 +18,7 @@ it TensorFlow) is imported inside ReverbNode code, Ray inside the Ray backend.
 
 from repertory.launch.batching import batched_handler
 from repertory.launch.context import get_launch_type
+from repertory.launch.context import host_ip
 from repertory.launch.context import register_stop_handler
 from repertory.launch.context import run_until_stop
 from repertory.launch.context import stop

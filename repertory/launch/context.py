@@ -22,6 +22,8 @@ _by_program: Dict[str, 'Runtime'] = {}  # program id -> runtime
 class Runtime(abc.ABC):
   """A launched program as one process sees it."""
 
+  host_ip = '127.0.0.1'  # The address other processes reach this one at.
+
   def __init__(self, program_id: str, launch_type: str):
     self.program_id = program_id
     self.launch_type = launch_type
@@ -130,6 +132,14 @@ def wait_for_stop(timeout: Optional[float] = None) -> bool:
 def register_stop_handler(fn: Callable[[], None]) -> None:
   """Calls `fn()` in this process when the program starts stopping."""
   current_runtime().register_stop_handler(fn)
+
+
+def host_ip() -> str:
+  """The address other processes of the program reach this process at:
+  loopback on one machine, the Ray node's address on a cluster (what a node
+  that opens its own server socket binds to)."""
+  runtime = current_runtime(required=False)
+  return runtime.host_ip if runtime is not None else '127.0.0.1'
 
 
 def get_launch_type() -> Optional[str]:

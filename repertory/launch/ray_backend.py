@@ -152,8 +152,9 @@ class RayNodeRuntime(context.Runtime):
     self._error: Optional[hosting.NodeRecord] = None
     self._executor = None
     nodes = cloudpickle.loads(spec['payload'])
+    self.host_ip = ray.util.get_node_ip_address()
     self.host = hosting.NodeHost(
-        self, nodes, host_ip=ray.util.get_node_ip_address(),
+        self, nodes, host_ip=self.host_ip,
         on_error=self._on_event, on_finished=self._on_event)
 
   def _on_event(self, record: hosting.NodeRecord) -> None:

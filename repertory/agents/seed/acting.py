@@ -13,10 +13,12 @@ from repertory import core
 from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.components.evaluation import episodes
+from repertory.components.inference import channel
 
 
 class SeedActor(core.Worker):
-  """Steps `num_envs` environments; one server call per batched step."""
+  """Steps `num_envs` environments; one server call per batched step,
+  over a direct TCP channel (default) or through the server's handle."""
 
   def __init__(self,
                actor_id: int,
@@ -27,7 +29,8 @@ class SeedActor(core.Worker):
                batched_env_kind: str = 'auto',
                report_every: int = 20,
                counter: Any = None,
-               monitor: Any = None):
+               monitor: Any = None,
+               transport: str = 'tcp'):
     """Builds the environments.
 
     Args:
@@ -40,7 +43,12 @@ class SeedActor(core.Worker):
       report_every: send steps and finished episodes every this many steps.
       counter: optional counter client (actor_steps).
       monitor: optional run monitor client (finished episodes).
+      transport: 'tcp' (a `channel.ChannelClient` to the server's
+        `channel_address()`) or 'handle' (`server.inference` itself).
     """
+    if transport not in ('tcp', 'handle'):
+      raise ValueError(f"SeedActor transport={transport!r}; choose 'tcp' or "
+                       "'handle'.")
     from repertory import environments  # pylint: disable=g-import-not-at-top
     self._actor_id = np.int64(actor_id)
     # A new id per actor process: the server resets this actor's states when
@@ -51,6 +59,8 @@ class SeedActor(core.Worker):
         env_spec, num_envs, seed=seed,
         kind=config_lib.batched_env_kind(batched_env_kind, env_spec))
     self._server = server
+    self._transport = transport
+    self._channel = None
     self._report_every = report_every
     self._reporter = episodes.ActorReporter(
         counter, monitor, min_interval_s=episodes.REPORT_INTERVAL_S)
@@ -70,9 +80,22 @@ class SeedActor(core.Worker):
       raise
     finally:
       if num_steps is None:
-        self._env.close()
+        self.close()
+
+  def close(self) -> None:
+    self._env.close()
+    if self._channel is not None:
+      self._channel.close()
+
+  def _inference_fn(self):
+    if self._transport == 'handle':
+      return self._server.inference
+    if self._channel is None:
+      self._channel = channel.ChannelClient(self._server.channel_address())
+    return self._channel.call
 
   def _act(self, stop, num_steps: Optional[int]) -> None:
+    inference = self._inference_fn()
     if self._timestep is None:
       self._timestep = self._env.reset()
       self._episodes.observe(self._timestep.step_type, self._timestep.reward)
@@ -81,7 +104,7 @@ class SeedActor(core.Worker):
     every = self._report_every
     while (stop is None or not stop.is_set()) and (
         end is None or self.steps < end):
-      action = self._server.inference(
+      action = inference(
           self._actor_id, self._run_id, timestep.step_type, timestep.reward,
           timestep.discount, timestep.observation)
       timestep = self._env.step(action)

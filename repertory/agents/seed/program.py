@@ -109,5 +109,5 @@ def make_program(config: config_lib.Config,
           experiment.actor_seed(i), servers[i % num_servers],
           batched_env_kind=config.batched_env_kind,
           report_every=config.unroll_length, counter=counter,
-          monitor=monitor))
+          monitor=monitor, transport=config.inference_transport))
   return program

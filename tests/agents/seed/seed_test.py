@@ -23,6 +23,7 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('inference_placement', 'gpu', "choose one of"),
     ('num_inference_servers', 0, 'num_inference_servers must be >= 1'),
     ('max_batch_size', -1, 'max_batch_size must be >= 0'),
+    ('inference_transport', 'grpc', "choose one of \\('tcp', 'handle'\\)"),
     ('unroll_length', 0, 'unroll_length must be a positive int'),
 ])
 def test_config_rejects_bad_values(field, value, message):
@@ -97,9 +98,11 @@ def test_program_shape_by_placement(tmp_path):
   assert len(separate.groups['learner']) == 1
 
 
-@pytest.mark.parametrize('use_lstm', [False, True])
-def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm):
-  config = seed.Config(use_lstm=use_lstm, **TINY)
+@pytest.mark.parametrize('use_lstm, transport', [(False, 'tcp'),
+                                                 (True, 'handle')])
+def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm, transport):
+  config = seed.Config(use_lstm=use_lstm, inference_transport=transport,
+                       **TINY)
   program = seed.make_program(config, _experiment(tmp_path))
   learner_node = program.groups['learner'][0].nodes[0]
   learner_node.disable_run()

@@ -17,6 +17,7 @@ import tree
 from repertory.components import adders
 from repertory.components import inference
 from repertory.components import variables
+from repertory.components.inference import channel
 from dm_env import specs
 
 F, M, L = 0, 1, 2  # dm_env step types.
@@ -141,6 +142,53 @@ def test_concurrent_actors_are_served_in_one_forward_pass():
   for a in range(num_actors):
     np.testing.assert_array_equal(np.stack(results[a])[:, 0],
                                   np.arange(num_steps))
+
+
+def test_inference_server_over_the_channel_batches_concurrent_actors():
+  num_actors, num_steps = 3, 4
+  server, policy, _ = make_server(max_batch_size=num_actors,
+                                              batch_timeout_ms=5000.0)
+  address = server.channel_address()
+  assert server.channel_address() == address  # Started once.
+  results = {}
+
+  def actor(a):
+    client = channel.ChannelClient(address)
+    out = []
+    for step in range(num_steps):
+      step_type = np.full(N, F if step == 0 else
+                          M, np.int8)
+      out.append(client.call(
+          np.int64(a), np.int64(100 + a), step_type,
+          np.zeros(N, np.float32),
+          np.ones(N, np.float32),
+          np.zeros((N, 2), np.float32)))
+    client.close()
+    results[a] = out
+
+  threads = [threading.Thread(target=actor, args=(a,))
+             for a in range(num_actors)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(60)
+  assert policy.batch_sizes == [num_actors * N] * num_steps
+  for a in range(num_actors):
+    np.testing.assert_array_equal(np.stack(results[a])[:, 0],
+                                  np.arange(num_steps))
+  # The server's own checks reach the caller as a ChannelError.
+  client = channel.ChannelClient(address)
+  with pytest.raises(channel.ChannelError, match='must hold FIRST'):
+    client.call(np.int64(9), np.int64(1), np.full(N, 1, np.int8),
+                np.zeros(N, np.float32),
+                np.ones(N, np.float32),
+                np.zeros((N, 2), np.float32))
+  server.close()
+  with pytest.raises((ConnectionError, OSError)):
+    client.call(np.int64(9), np.int64(1), np.zeros(N, np.int8),
+                np.zeros(N, np.float32),
+                np.ones(N, np.float32),
+                np.zeros((N, 2), np.float32))
 
 
 @pytest.fixture
