@@ -13,7 +13,6 @@ from repertory import core
 from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.components.evaluation import episodes
-from repertory.components.inference import channel
 
 
 class SeedActor(core.Worker):
@@ -43,7 +42,7 @@ class SeedActor(core.Worker):
       report_every: send steps and finished episodes every this many steps.
       counter: optional counter client (actor_steps).
       monitor: optional run monitor client (finished episodes).
-      transport: 'tcp' (a `channel.ChannelClient` to the server's
+      transport: 'tcp' (a `launch.ChannelClient` to the server's
         `channel_address()`) or 'handle' (`server.inference` itself).
     """
     if transport not in ('tcp', 'handle'):
@@ -91,7 +90,7 @@ class SeedActor(core.Worker):
     if self._transport == 'handle':
       return self._server.inference
     if self._channel is None:
-      self._channel = channel.ChannelClient(self._server.channel_address())
+      self._channel = launch.ChannelClient(self._server.channel_address())
     return self._channel.call
 
   def _act(self, stop, num_steps: Optional[int]) -> None:

@@ -32,7 +32,7 @@ class Config(impala_config.Config):
     num_inference_servers: how many servers; actor i talks to server
       i % num_inference_servers.
     inference_transport: how an actor's steps reach its server: 'tcp', a
-      direct TCP connection (`components.inference.channel`, ~10x less
+      direct TCP connection (`launch.ChannelClient`, ~10x less
       per-step overhead than a Ray call), or 'handle', a call through the
       server's node handle (a Ray actor call in local_mp and ray).
   """

@@ -18,7 +18,7 @@ environment back. Concurrent calls of many actors are stacked by
   the Reverb queue, tagged with the policy version that chose the actions;
 * pulls new weights from the learner every `variable_update_period` batches;
 * serves `inference` also over a direct TCP channel (`channel_address()`,
-  see `channel.py`), which SEED's actors use instead of a Ray call per
+  see `launch.ChannelServer`), which SEED's actors use instead of a Ray call per
   step.
 
 The policy is any object with `initial_state(n)`, `step(observation [B, ...],
@@ -35,7 +35,6 @@ import tree
 
 from repertory import launch
 from repertory.components import variables
-from repertory.components.inference import channel as channel_lib
 
 _FIRST = 0  # dm_env.StepType.FIRST
 
@@ -111,7 +110,7 @@ class InferenceServer:
     self._specs = (environment_spec, extras_spec, core_state_spec)
     self._slots: Dict[int, _ActorSlot] = {}
     self._lock = threading.Lock()
-    self._channel: Optional[channel_lib.ChannelServer] = None
+    self._channel: Optional[launch.ChannelServer] = None
     self.num_batches = 0
     self.num_calls = 0
     # Batch concurrent calls: one forward pass per batch (SEED's dynamic
@@ -139,15 +138,10 @@ class InferenceServer:
 
   def channel_address(self) -> str:
     """Starts (once) the direct channel to `inference` and returns its
-    'host:port' for `channel.ChannelClient`. Inside a launched program it
-    listens on the process's `launch.host_ip()` and closes when the
-    program stops; otherwise on loopback until `close()`."""
+    'host:port' for `launch.ChannelClient` (`launch.serve_channel`)."""
     with self._lock:
       if self._channel is None:
-        self._channel = channel_lib.ChannelServer(self.inference,
-                                                  host=launch.host_ip())
-        if launch.get_launch_type() is not None:
-          launch.register_stop_handler(self._channel.close)
+        self._channel = launch.serve_channel(self.inference)
       return self._channel.address
 
   def close(self) -> None:

@@ -1,16 +1,19 @@
-"""A direct TCP channel for the hot path from SEED actors to their server.
+"""A direct TCP channel for a program's hot calls.
 
-Every batched step of a SEED actor waits for one round trip to the
-inference server. Through a Ray actor call that round trip costs ~1.5 ms of
-latency and CPU on an idle 2-core machine, which caps an actor of 8
+A handle call between processes is a Ray actor call: ~1.5 ms of latency and
+CPU on an idle 2-core machine. That is too much for a call made every few
+steps: a SEED actor's inference round trip (it capped an actor of 8
 environments near 5,000 steps/s; SEED RL streams over gRPC for the same
-reason. This channel is a plain TCP connection per actor:
+reason) or an IMPALA actor's weight fetch (every 10 batched steps it cost
+40 % of the actor's steps/s). This channel is a plain TCP connection per
+client, which the node hands out through a handle call once:
 
-* `ChannelServer(fn, host)` listens on `host` (a free port), and serves each
+* `ChannelServer(fn, host)` (or `serve_channel(fn)` inside a program)
+  listens on `host` (a free port), and serves each
   connection on a thread of its own: read a request (the call's positional
   arguments), call `fn(*args)`, write back the result or the error's text.
   For the inference server `fn` is its batched handler, so the calls of
-  concurrent connections are stacked into one forward pass as before.
+  concurrent connections are stacked into one forward pass.
 * `ChannelClient(address).call(*args)` sends a request and waits for the
   reply; a server-side error is raised as `ChannelError` with its text.
 
@@ -24,6 +27,8 @@ import socket
 import struct
 import threading
 from typing import Any, Callable, Optional, Set
+
+from repertory.launch import context
 
 _LENGTH = struct.Struct('<Q')
 _OK, _ERROR = 0, 1
@@ -150,3 +155,12 @@ class ChannelClient:
 
   def close(self) -> None:
     self._sock.close()
+
+
+def serve_channel(fn: Callable[..., Any]) -> ChannelServer:
+  """A `ChannelServer` of `fn` on this process's `host_ip()`; inside a
+  launched program it is closed when the program stops."""
+  server = ChannelServer(fn, host=context.host_ip())
+  if context.get_launch_type() is not None:
+    context.register_stop_handler(server.close)
+  return server

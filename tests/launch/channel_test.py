@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from repertory.components.inference import channel
+from repertory.launch import channel
 
 
 @pytest.fixture
