@@ -194,6 +194,10 @@ class PrioritizedReplayLearner(core.Learner):
   def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
     return self._store.get_variables(names)
 
+  def variables_channel_address(self) -> str:
+    """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
+    return self._store.variables_channel_address()
+
   def run(self, num_steps: Optional[int] = None) -> None:
     stop = launch.stop_event()
     try:

@@ -65,7 +65,8 @@ class ImpalaActor(core.Worker):
                                        seed=seed)
     self._client = variables.VariableClient(
         learner, networks_lib.POLICY,
-        update_period=config.variable_update_period)
+        update_period=config.variable_update_period,
+        transport=config.weights_transport)
     num_actions = networks_lib.num_actions(action_spec)
     self._adder = adders.UnrollAdder(
         replay, table, unroll_length=config.unroll_length, num_envs=num_envs,

@@ -165,6 +165,10 @@ class VTraceLearner(core.Learner):
   def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
     return self._store.get_variables(names)
 
+  def variables_channel_address(self) -> str:
+    """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
+    return self._store.variables_channel_address()
+
   @property
   def version(self) -> int:
     return self._store.version

@@ -141,7 +141,6 @@ class PPOLearner(core.Learner):
     self._rounds = 0
     self._updates = 0
     self._dropped = 0
-    self._count_future = None
     obs_shape = tuple(observation_spec.shape)
     obs_dtype = tf.as_dtype(observation_spec.dtype)
     flat = lambda dtype, *shape: tf.TensorSpec((None,) + shape, dtype)
@@ -181,6 +180,10 @@ class PPOLearner(core.Learner):
 
   def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
     return self._store.get_variables(names)
+
+  def variables_channel_address(self) -> str:
+    """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
+    return self._store.variables_channel_address()
 
   @property
   def version(self) -> int:
@@ -449,9 +452,10 @@ class PPOLearner(core.Learner):
   def _count(self, **counts) -> None:
     if self._counter is None:
       return
-    if self._count_future is not None:
-      self._count_future.result()  # Surfaces a failed previous increment.
-    self._count_future = self._counter.futures.increment(**counts)
+    # Once per round, and waited for: a round's counts are in the counter
+    # when step() returns, so a stop right after it (whose counter writes
+    # counts.json) loses none of them.
+    self._counter.increment(**counts)
 
   # --- checkpoints ----------------------------------------------------------
 

@@ -7,6 +7,7 @@ import numpy as np
 import tree
 
 from repertory import core
+from repertory import launch
 
 
 def to_numpy(nest: core.Nest) -> core.Nest:
@@ -39,6 +40,8 @@ class VariableStore(core.VariableSource):
       version: the initial policy version (0: nothing trained yet).
     """
     self._lock = threading.Condition()
+    self._channel_lock = threading.Lock()
+    self._channel: Optional[launch.ChannelServer] = None
     self._variables: Dict[str, core.Nest] = {}
     self._version = int(version)
     if variables:
@@ -101,6 +104,30 @@ class VariableStore(core.VariableSource):
             f'{sorted(self._variables)} (publish them first).')
       return core.VersionedVariables(
           self._version, [self._variables[n] for n in names])
+
+  def get_variables_if_newer(self, names: Sequence[str], version: int
+                             ) -> Optional[core.VersionedVariables]:
+    """`get_variables(names)`, or None while the store is still at
+    `version` (the caller holds those weights already)."""
+    if self._version == version:
+      return None
+    return self.get_variables(names)
+
+  def variables_channel_address(self) -> str:
+    """Starts (once) a direct TCP channel serving `get_variables_if_newer`
+    and returns its 'host:port' (`VariableClient(..., transport='tcp')`;
+    see `launch.serve_channel`)."""
+    with self._channel_lock:
+      if self._channel is None:
+        self._channel = launch.serve_channel(self.get_variables_if_newer)
+      return self._channel.address
+
+  def close(self) -> None:
+    """Closes the channel, if one was started."""
+    with self._channel_lock:
+      channel, self._channel = self._channel, None
+    if channel is not None:
+      channel.close()
 
   def wait_for_version(self, version: int, timeout_s: float = 60.0) -> int:
     """Blocks until the store's version is >= `version`; returns it.

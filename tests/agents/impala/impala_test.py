@@ -31,6 +31,7 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('batch_size', 100, 'exceeds max_queue_size'),
     ('hidden_sizes', (), 'hidden_sizes must be a non-empty'),
     ('activation', 'gelu', r"choose one of \('relu', 'tanh'\)"),
+    ('weights_transport', 'ray', r"choose one of \('tcp', 'handle'\)"),
 ])
 def test_config_rejects_bad_values(field, value, message):
   with pytest.raises(ValueError, match=message):

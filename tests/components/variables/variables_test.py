@@ -159,3 +159,60 @@ def test_fetch_errors_reach_the_caller_and_the_thread_serves_on():
   client.update(wait=True)
   assert client.version == 1
   client.close()
+
+
+def test_tcp_transport_fetches_new_versions_and_skips_unchanged_ones():
+  store = VariableStore({'policy': np.zeros(2)})
+  served = []
+  original = store.get_variables_if_newer
+
+  def counting(names, version):
+    result = original(names, version)
+    served.append(result is not None)
+    return result
+
+  store.get_variables_if_newer = counting  # What the channel serves.
+  client = VariableClient(store, 'policy', update_period=1, transport='tcp')
+  client.update(wait=True)
+  assert client.version == 0
+  client.update(wait=True)  # Unchanged: no weights travel.
+  assert client.version == 0
+  np.testing.assert_array_equal(client.params, np.zeros(2))
+  store.publish({'policy': np.ones(2)})
+  client.update(wait=True)
+  assert client.version == 1
+  np.testing.assert_array_equal(client.params, np.ones(2))
+  assert served == [True, False, True]
+  client.close()
+  store.close()
+
+
+def test_tcp_transport_reconnects_to_a_restarted_source():
+  class Restartable:
+    """A learner whose process restarted: a new store on a new address."""
+
+    def __init__(self):
+      self.store = VariableStore({'policy': np.zeros(1)})
+
+    def get_variables(self, names):
+      return self.store.get_variables(names)
+
+    def variables_channel_address(self):
+      return self.store.variables_channel_address()
+
+  source = Restartable()
+  client = VariableClient(source, 'policy', transport='tcp')
+  client.update(wait=True)
+  old = source.store
+  source.store = VariableStore({'policy': np.full(1, 5.0)}, version=7)
+  old.close()
+  client.update(wait=True)
+  assert client.version == 7
+  np.testing.assert_array_equal(client.params, np.full(1, 5.0))
+  client.close()
+  source.store.close()
+
+
+def test_bad_transport():
+  with pytest.raises(ValueError, match=r"transport='grpc'; choose one of"):
+    VariableClient(VariableStore(), 'policy', transport='grpc')
