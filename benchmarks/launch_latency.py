@@ -8,6 +8,8 @@ Measures, on a local Ray instance bound to 127.0.0.1 (started once):
     until every node answers a call, and its stop();
   * a blocking handle call (launcher -> node, and node -> node);
   * pipelined calls through `client.futures` (many in flight, then waited);
+  * a blocking call node -> node over a direct TCP channel
+    (`launch.serve_channel` / `launch.ChannelClient`);
   * the same blocking call in threads (test_mt), and a plain Ray actor call
     (no repertory layer), for reference.
 """
@@ -31,9 +33,26 @@ class Echo:
 
   def __init__(self, peer=None):
     self._peer = peer
+    self._channel = None
 
   def ping(self, x=None):
     return x
+
+  def channel_address(self) -> str:
+    if self._channel is None:
+      self._channel = launch.serve_channel(self.ping)
+    return self._channel.address
+
+  def time_peer_channel_calls(self, n: int) -> float:
+    """Seconds per blocking call to the peer over its TCP channel."""
+    client = launch.ChannelClient(self._peer.channel_address())
+    client.call(None)
+    start = time.perf_counter()
+    for i in range(n):
+      client.call(i)
+    seconds = (time.perf_counter() - start) / n
+    client.close()
+    return seconds
 
   def time_peer_calls(self, n: int):
     """Seconds per blocking call and per pipelined call to the peer."""
@@ -102,7 +121,8 @@ def main(_):
         c.ping()
       startups.append(time.perf_counter() - start)
       results.append(time_calls(clients[0], _CALLS.value) +
-                     clients[-1].time_peer_calls(_CALLS.value))
+                     clients[-1].time_peer_calls(_CALLS.value) +
+                     (clients[-1].time_peer_channel_calls(_CALLS.value),))
       start = time.perf_counter()
       launched.stop(timeout=120)
       stops.append(time.perf_counter() - start)
@@ -121,6 +141,8 @@ def main(_):
        med(r[2] for r in results) * 1e3, 'ms'),
       ('pipelined futures, node -> node (ray)',
        med(r[3] for r in results) * 1e3, 'ms/call'),
+      ('blocking call over a launch channel, node -> node (ray)',
+       med(r[4] for r in results) * 1e3, 'ms'),
       ('reference: plain Ray actor call, blocking', raw_blocking * 1e3, 'ms'),
       ('reference: plain Ray actor calls, pipelined', raw_pipelined * 1e3,
        'ms/call'),
