@@ -32,9 +32,9 @@ class Config(impala_config.Config):
     num_inference_servers: how many servers; actor i talks to server
       i % num_inference_servers.
     inference_transport: how an actor's steps reach its server: 'tcp', a
-      direct TCP connection (`launch.ChannelClient`, ~10x less
-      per-step overhead than a Ray call), or 'handle', a call through the
-      server's node handle (a Ray actor call in local_mp and ray).
+      direct TCP connection (`launch.ChannelClient`, a 0.1 ms round trip
+      here), or 'handle', a call through the server's node handle (a Ray
+      actor call in local_mp and ray, 1.6 ms).
   """
   variable_update_period: int = 1
   max_batch_size: int = 0
