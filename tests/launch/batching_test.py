@@ -51,6 +51,32 @@ def test_concurrent_calls_are_stacked_into_one_batch():
     np.testing.assert_array_equal(y, 2 * x)
 
 
+class ThreadRecorder:
+
+  def __init__(self):
+    self.threads = []
+
+  @launch.batched_handler(batch_size=3, timeout=30.0)
+  def record(self, x):
+    self.threads.append(threading.current_thread().name)
+    return x
+
+
+def test_the_call_that_fills_a_batch_runs_it_on_its_own_thread():
+  # No hand-off to the dispatcher thread and back for a full batch.
+  server = ThreadRecorder()
+  names = {}
+
+  def call(i):
+    names[i] = threading.current_thread().name
+    return server.record(np.array(i))
+
+  results, errors = call_concurrently(call, [0, 1, 2])
+  assert errors == [None] * 3 and [int(r) for r in results] == [0, 1, 2]
+  assert len(server.threads) == 1
+  assert server.threads[0] in names.values()
+
+
 def test_partial_batch_runs_when_the_timeout_expires():
 
   class Server:
