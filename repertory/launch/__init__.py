@@ -20,6 +20,7 @@ from repertory.launch.batching import batched_handler
 from repertory.launch.channel import ChannelClient
 from repertory.launch.channel import ChannelError
 from repertory.launch.channel import ChannelServer
+from repertory.launch.channel import LazyChannel
 from repertory.launch.channel import serve_channel
 from repertory.launch.context import get_launch_type
 from repertory.launch.context import host_ip

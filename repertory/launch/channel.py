@@ -164,3 +164,27 @@ def serve_channel(fn: Callable[..., Any]) -> ChannelServer:
   if context.get_launch_type() is not None:
     context.register_stop_handler(server.close)
   return server
+
+
+class LazyChannel:
+  """`serve_channel(fn)`, started by the first `address()` call."""
+
+  def __init__(self, fn: Callable[..., Any]):
+    self._fn = fn
+    self._lock = threading.Lock()
+    self._server: Optional[ChannelServer] = None
+
+  def address(self) -> str:
+    """The channel's 'host:port' (starts it once)."""
+    with self._lock:
+      if self._server is None:
+        self._server = serve_channel(self._fn)
+      return self._server.address
+
+  def close(self) -> None:
+    """Closes the channel if it was started (a later `address()` starts a
+    new one)."""
+    with self._lock:
+      server, self._server = self._server, None
+    if server is not None:
+      server.close()

@@ -27,7 +27,7 @@ state, first [B]) -> (action [B], extras, next_state)` and
 """
 
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 from absl import logging
 import numpy as np
@@ -110,7 +110,6 @@ class InferenceServer:
     self._specs = (environment_spec, extras_spec, core_state_spec)
     self._slots: Dict[int, _ActorSlot] = {}
     self._lock = threading.Lock()
-    self._channel: Optional[launch.ChannelServer] = None
     self.num_batches = 0
     self.num_calls = 0
     # Batch concurrent calls: one forward pass per batch (SEED's dynamic
@@ -118,6 +117,7 @@ class InferenceServer:
     self.inference = launch.batched_handler(
         max_batch_size, batch_timeout_ms / 1000.0)(
             InferenceServer._inference).__get__(self, InferenceServer)
+    self._channel = launch.LazyChannel(self.inference)
 
   # --- statistics -----------------------------------------------------------
 
@@ -139,17 +139,11 @@ class InferenceServer:
   def channel_address(self) -> str:
     """Starts (once) the direct channel to `inference` and returns its
     'host:port' for `launch.ChannelClient` (`launch.serve_channel`)."""
-    with self._lock:
-      if self._channel is None:
-        self._channel = launch.serve_channel(self.inference)
-      return self._channel.address
+    return self._channel.address()
 
   def close(self) -> None:
     """Closes the channel (its clients' calls then raise)."""
-    with self._lock:
-      channel, self._channel = self._channel, None
-    if channel is not None:
-      channel.close()
+    self._channel.close()
 
   def _new_slot(self, actor_id: int, run_id: int) -> _ActorSlot:
     adder = None

@@ -40,8 +40,7 @@ class VariableStore(core.VariableSource):
       version: the initial policy version (0: nothing trained yet).
     """
     self._lock = threading.Condition()
-    self._channel_lock = threading.Lock()
-    self._channel: Optional[launch.ChannelServer] = None
+    self._channel = launch.LazyChannel(self.get_variables_if_newer)
     self._variables: Dict[str, core.Nest] = {}
     self._version = int(version)
     if variables:
@@ -117,17 +116,11 @@ class VariableStore(core.VariableSource):
     """Starts (once) a direct TCP channel serving `get_variables_if_newer`
     and returns its 'host:port' (`VariableClient(..., transport='tcp')`;
     see `launch.serve_channel`)."""
-    with self._channel_lock:
-      if self._channel is None:
-        self._channel = launch.serve_channel(self.get_variables_if_newer)
-      return self._channel.address
+    return self._channel.address()
 
   def close(self) -> None:
     """Closes the channel, if one was started."""
-    with self._channel_lock:
-      channel, self._channel = self._channel, None
-    if channel is not None:
-      channel.close()
+    self._channel.close()
 
   def wait_for_version(self, version: int, timeout_s: float = 60.0) -> int:
     """Blocks until the store's version is >= `version`; returns it.

@@ -60,12 +60,15 @@ def make_server(replay=None, store=None, **kwargs):
   return server, policy, store
 
 
-def call(server, actor, run, step_type, reward=0.0, obs_value=0.0):
+def call(server, actor, run, step_type, reward=0.0, obs_value=0.0, via=None):
+  """One actor step through `server.inference`, or through the channel
+  client `via`."""
   step_type = np.asarray(step_type, np.int8)
   observation = np.full((N, 2), obs_value, np.float32)
-  return server.inference(np.int64(actor), np.int64(run), step_type,
-                          np.full(N, reward, np.float32),
-                          np.ones(N, np.float32), observation)
+  inference = server.inference if via is None else via.call
+  return inference(np.int64(actor), np.int64(run), step_type,
+                   np.full(N, reward, np.float32), np.ones(N, np.float32),
+                   observation)
 
 
 # (actor, run id, step types of its 2 envs, expected actions = state held,
@@ -116,16 +119,19 @@ def test_duplicate_actor_in_one_batch_is_rejected():
   assert len(errors) == 2 and 'appear twice in one batch' in errors[0]
 
 
-def test_concurrent_actors_are_served_in_one_forward_pass():
+@pytest.mark.parametrize('transport', ['direct', 'tcp'])
+def test_concurrent_actors_are_served_in_one_forward_pass(transport):
   num_actors, num_steps = 3, 5
   server, policy, _ = make_server(max_batch_size=num_actors,
                                   batch_timeout_ms=5000.0)
   results = {}
 
   def actor(a):
-    out = [call(server, a, 100 + a, [F, F])]
+    via = (channel.ChannelClient(server.channel_address())
+           if transport == 'tcp' else None)
+    out = [call(server, a, 100 + a, [F, F], via=via)]
     for _ in range(num_steps - 1):
-      out.append(call(server, a, 100 + a, [M, M]))
+      out.append(call(server, a, 100 + a, [M, M], via=via))
     results[a] = out
 
   threads = [threading.Thread(target=actor, args=(a,))
@@ -144,51 +150,18 @@ def test_concurrent_actors_are_served_in_one_forward_pass():
                                   np.arange(num_steps))
 
 
-def test_inference_server_over_the_channel_batches_concurrent_actors():
-  num_actors, num_steps = 3, 4
-  server, policy, _ = make_server(max_batch_size=num_actors,
-                                              batch_timeout_ms=5000.0)
+def test_channel_errors_reach_the_caller_and_close_ends_the_channel():
+  server, _, _ = make_server()
   address = server.channel_address()
   assert server.channel_address() == address  # Started once.
-  results = {}
-
-  def actor(a):
-    client = channel.ChannelClient(address)
-    out = []
-    for step in range(num_steps):
-      step_type = np.full(N, F if step == 0 else
-                          M, np.int8)
-      out.append(client.call(
-          np.int64(a), np.int64(100 + a), step_type,
-          np.zeros(N, np.float32),
-          np.ones(N, np.float32),
-          np.zeros((N, 2), np.float32)))
-    client.close()
-    results[a] = out
-
-  threads = [threading.Thread(target=actor, args=(a,))
-             for a in range(num_actors)]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join(60)
-  assert policy.batch_sizes == [num_actors * N] * num_steps
-  for a in range(num_actors):
-    np.testing.assert_array_equal(np.stack(results[a])[:, 0],
-                                  np.arange(num_steps))
-  # The server's own checks reach the caller as a ChannelError.
   client = channel.ChannelClient(address)
   with pytest.raises(channel.ChannelError, match='must hold FIRST'):
-    client.call(np.int64(9), np.int64(1), np.full(N, 1, np.int8),
-                np.zeros(N, np.float32),
-                np.ones(N, np.float32),
-                np.zeros((N, 2), np.float32))
+    call(server, 9, 1, [M, M], via=client)
+  np.testing.assert_array_equal(call(server, 9, 1, [F, F], via=client),
+                                [0, 0])
   server.close()
   with pytest.raises((ConnectionError, OSError)):
-    client.call(np.int64(9), np.int64(1), np.zeros(N, np.int8),
-                np.zeros(N, np.float32),
-                np.ones(N, np.float32),
-                np.zeros((N, 2), np.float32))
+    call(server, 9, 1, [M, M], via=client)
 
 
 @pytest.fixture

@@ -161,17 +161,21 @@ def test_fetch_errors_reach_the_caller_and_the_thread_serves_on():
   client.close()
 
 
-def test_tcp_transport_fetches_new_versions_and_skips_unchanged_ones():
-  store = VariableStore({'policy': np.zeros(2)})
-  served = []
-  original = store.get_variables_if_newer
+class _CountingStore(VariableStore):
+  """Records whether each channel fetch carried weights."""
 
-  def counting(names, version):
-    result = original(names, version)
-    served.append(result is not None)
+  def __init__(self, *args):
+    super().__init__(*args)
+    self.served = []
+
+  def get_variables_if_newer(self, names, version):
+    result = super().get_variables_if_newer(names, version)
+    self.served.append(result is not None)
     return result
 
-  store.get_variables_if_newer = counting  # What the channel serves.
+
+def test_tcp_transport_fetches_new_versions_and_skips_unchanged_ones():
+  store = _CountingStore({'policy': np.zeros(2)})
   client = VariableClient(store, 'policy', update_period=1, transport='tcp')
   client.update(wait=True)
   assert client.version == 0
@@ -182,7 +186,7 @@ def test_tcp_transport_fetches_new_versions_and_skips_unchanged_ones():
   client.update(wait=True)
   assert client.version == 1
   np.testing.assert_array_equal(client.params, np.ones(2))
-  assert served == [True, False, True]
+  assert store.served == [True, False, True]
   client.close()
   store.close()
 
