@@ -19,6 +19,7 @@ import tensorflow as tf
 from repertory.agents import impala
 from repertory.agents.impala import networks
 from repertory.agents.impala import program as program_lib
+from repertory.components import replay as replay_lib
 
 
 def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
@@ -132,7 +133,7 @@ def test_sigterm_then_rerun_resumes(tmp_path):
   observation_spec, action_spec = networks.environment_specs('catch')
   server = reverb.Server(
       program_lib.make_tables(config, observation_spec, action_spec),
-      checkpointer=program_lib.make_replay_checkpointer(
+      checkpointer=replay_lib.make_checkpointer(
           os.path.join(logdir, 'replay')))
   try:
     held = reverb.Client(f'localhost:{server.port}').server_info()[

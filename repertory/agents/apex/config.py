@@ -48,6 +48,10 @@ class Config:
     checkpoints_to_keep: how many of the latest checkpoints stay on disk.
     max_bad_updates: a non-finite loss or gradient skips the update; after
       this many in a row the learner rolls back to its latest checkpoint.
+    replay_checkpoint_minutes: the Reverb server checkpoints the replay
+      table (items, priorities, rate limiter) into `<logdir>/replay` this
+      often and when the program stops; a rerun with the same logdir
+      restores the latest (None: never).
   """
   torso_sizes: Tuple[int, ...] = (64, 64)
   head_sizes: Tuple[int, ...] = (64,)
@@ -76,13 +80,15 @@ class Config:
   checkpoint_every_minutes: Optional[float] = 2.0
   checkpoints_to_keep: int = 3
   max_bad_updates: int = 10
+  replay_checkpoint_minutes: Optional[float] = 5.0
 
   def __post_init__(self):
     for name in ('checkpoints_to_keep', 'max_bad_updates'):
       if getattr(self, name) < 1:
         raise ValueError(f'Ape-X Config.{name} must be >= 1, got '
                          f'{getattr(self, name)}.')
-    for name in ('checkpoint_every_steps', 'checkpoint_every_minutes'):
+    for name in ('checkpoint_every_steps', 'checkpoint_every_minutes',
+                 'replay_checkpoint_minutes'):
       value = getattr(self, name)
       if value is not None and not value > 0:
         raise ValueError(f'Ape-X Config.{name} must be > 0 or None, got '

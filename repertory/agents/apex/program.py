@@ -14,6 +14,7 @@ from repertory.agents.apex import config as config_lib
 from repertory.agents.apex import learning
 from repertory.agents.apex import networks
 from repertory.components import adders
+from repertory.components import replay as replay_lib
 from repertory.components.replay import tables
 
 TABLE = 'priority_table'
@@ -75,9 +76,12 @@ def make_replay_program(name: str, config: Any,
   # Counts continue from <logdir>/counts.json, the learner from its latest
   # checkpoint, when the same logdir is launched again.
   counter = experiment_lib.add_counter(program, experiment.logdir)
-  with program.group('replay'):
+  with program.group('replay'):  # Restored from <logdir>/replay on a rerun.
     replay = program.add_node(launch.ReverbNode(
-        functools.partial(make_tables, config, experiment.env)))
+        functools.partial(make_tables, config, experiment.env),
+        **replay_lib.node_checkpointing(
+            os.path.join(experiment.logdir, 'replay'),
+            config.replay_checkpoint_minutes)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         make_learner, config, experiment.env, replay, counter,

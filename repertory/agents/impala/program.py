@@ -55,31 +55,23 @@ def make_tables(config: config_lib.Config, observation_spec: Any,
       rate_limiter=reverb.rate_limiters.MinSize(1), signature=signature)]
 
 
-def make_replay_checkpointer(directory: str) -> Any:
-  """A Reverb checkpointer writing into (and restoring from) `directory`."""
-  import reverb  # pylint: disable=g-import-not-at-top
-  return reverb.checkpointers.DefaultCheckpointer(directory)
-
-
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
   """Builds IMPALA's program: replay, counter, learner, monitor, actors."""
   from repertory.agents.impala import learning  # pylint: disable=g-import-not-at-top
+  from repertory.components import replay as replay_lib  # pylint: disable=g-import-not-at-top
   observation_spec, action_spec = networks_lib.environment_specs(
       experiment.env)
   networks_lib.num_actions(action_spec)  # A continuous action fails here.
   program = launch.Program('impala')
-  checkpointing = {}
-  if config.replay_checkpoint_minutes is not None:
-    checkpointing = dict(
-        checkpoint_ctor=functools.partial(
-            make_replay_checkpointer, os.path.join(experiment.logdir,
-                                                   'replay')),
-        checkpoint_time_delta_minutes=config.replay_checkpoint_minutes)
   with program.group('replay'):
-    replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, observation_spec, action_spec), **checkpointing))
+    replay = program.add_node(launch.ReverbNode(
+        functools.partial(make_tables, config, observation_spec,
+                          action_spec),
+        **replay_lib.node_checkpointing(
+            os.path.join(experiment.logdir, 'replay'),
+            config.replay_checkpoint_minutes)))
   counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(

@@ -39,22 +39,18 @@ def make_program(config: config_lib.Config,
   environment-only actors."""
   from repertory.agents.seed import learning  # pylint: disable=g-import-not-at-top
   from repertory.components import adders  # pylint: disable=g-import-not-at-top
+  from repertory.components import replay as replay_lib  # pylint: disable=g-import-not-at-top
   observation_spec, action_spec = networks_lib.environment_specs(
       experiment.env)
   num_actions = networks_lib.num_actions(action_spec)
   program = launch.Program('seed')
-  checkpointing = {}  # Resume: the queue, like IMPALA's.
-  if config.replay_checkpoint_minutes is not None:
-    checkpointing = dict(
-        checkpoint_ctor=functools.partial(
-            impala_program.make_replay_checkpointer,
-            os.path.join(experiment.logdir, 'replay')),
-        checkpoint_time_delta_minutes=config.replay_checkpoint_minutes)
-  with program.group('replay'):
+  with program.group('replay'):  # Resume: the queue, like IMPALA's.
     replay = program.add_node(launch.ReverbNode(
         functools.partial(impala_program.make_tables, config,
                           observation_spec, action_spec),
-        **checkpointing))
+        **replay_lib.node_checkpointing(
+            os.path.join(experiment.logdir, 'replay'),
+            config.replay_checkpoint_minutes)))
   counter = experiment_lib.add_counter(program, experiment.logdir)
 
   learner_node = launch.CourierNode(

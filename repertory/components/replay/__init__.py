@@ -1,5 +1,7 @@
 """Replay and queues: table builders, Reverb datasets, priority updates."""
 
+from repertory.components.replay.checkpoints import make_checkpointer
+from repertory.components.replay.checkpoints import node_checkpointing
 from repertory.components.replay.dataset import make_dataset
 from repertory.components.replay.dataset import StarvationLoggingIterator
 from repertory.components.replay.dataset import table_status

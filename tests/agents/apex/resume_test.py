@@ -1,6 +1,6 @@
 """Ape-X and R2D2 (one shared learner base) resume: a second launch with the
-same logdir continues the learner's step, version and weights, and the
-counts."""
+same logdir continues the learner's step, version and weights, the counts,
+and the replay table from its Reverb checkpoint."""
 
 import os
 import time
@@ -13,6 +13,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import apex
 from repertory.agents import r2d2
+from repertory.agents.apex import program as apex_program
 from repertory.components import model_store
 
 AGENTS = {
@@ -30,7 +31,7 @@ AGENTS = {
 }
 
 
-def _launch(agent, logdir):
+def _launch(agent, logdir, run_actors=True):
   module, tiny = AGENTS[agent]
   config = module.Config(checkpoint_every_steps=2,
                          checkpoint_every_minutes=None, **tiny)
@@ -41,11 +42,19 @@ def _launch(agent, logdir):
   program = module.make_program(config, experiment)
   learner_node = program.groups['learner'][0]
   learner_node.disable_run()
+  if not run_actors:
+    for node in program.groups['actor']:
+      node.disable_run()
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=10)
   learner = learner_node.create_handle().dereference()
   counter = program.groups['counter'][0].create_handle().dereference()
-  return launched, learner, counter
+  replay = program.groups['replay'][0].create_handle().dereference()
+  return launched, learner, counter, replay
+
+
+def _table_size(replay):
+  return replay.server_info()[apex_program.TABLE].current_size
 
 
 def _wait_for_count(counter, name, value, timeout_s=60):
@@ -59,7 +68,7 @@ def _wait_for_count(counter, name, value, timeout_s=60):
 
 @pytest.mark.parametrize('agent', sorted(AGENTS))
 def test_second_launch_continues_step_version_and_weights(agent, tmp_path):
-  launched, learner, counter = _launch(agent, tmp_path)
+  launched, learner, counter, replay = _launch(agent, tmp_path)
   try:
     for _ in range(5):
       learner.step()
@@ -67,23 +76,29 @@ def test_second_launch_continues_step_version_and_weights(agent, tmp_path):
     first = learner.get_variables(['policy'])
     counts = _wait_for_count(counter, 'learner_steps', 5)
     assert counts['learner_steps'] == 5 and counts['actor_steps'] > 0
+    size_before_stop = _table_size(replay)  # Nothing samples from now on.
+    assert size_before_stop > 0
   finally:
     launched.stop(timeout=60)
+  assert os.listdir(tmp_path / 'replay')  # The final Reverb checkpoint.
   # The stop handler wrote a final checkpoint of step 5 (after the one of
   # step 4).
   restored = model_store.ModelStore(os.path.join(tmp_path, 'checkpoints'),
                                     {}).restore()
   assert (restored.step, restored.version) == (5, first.version)
 
-  launched, learner, counter = _launch(agent, tmp_path)
+  launched, learner, counter, replay = _launch(agent, tmp_path,
+                                               run_actors=False)
   try:
+    # No actor runs: every item comes from the checkpoint.
+    assert _table_size(replay) >= size_before_stop
     assert learner.num_steps() == 5
     resumed = learner.get_variables(['policy'])
     assert resumed.version == first.version
     tree.map_structure(np.testing.assert_array_equal, resumed.variables,
                        first.variables)
     assert counter.get_counts()['learner_steps'] == 5  # From counts.json.
-    learner.step()
+    learner.step()  # Samples the restored items.
     assert learner.num_steps() == 6
     assert learner.get_variables(['policy']).version == first.version + 1
   finally:
