@@ -99,6 +99,7 @@ class A3CLearner(core.Learner):
     self._applied = 0
     self._steps = 0  # Gradients received (applied or not); resumed.
     self._nonfinite = 0
+    self._unknown_versions = 0  # Gradients of versions ahead of ours.
     self._staleness_sum = 0
     self._count_future = None
     self._per_actor: Dict[int, int] = {}
@@ -206,8 +207,14 @@ class A3CLearner(core.Learner):
       with self._lock:
         staleness = self._store.version - int(version)
         if staleness < 0:
-          raise ValueError(f'A3C learner at version {self._store.version} '
-                           f'got a gradient of the future version {version}.')
+          # Computed on weights this learner no longer holds: it restarted
+          # from an older checkpoint (--restart_learner). Dropped; the
+          # actor pulls the current weights before its next gradient.
+          self._unknown_versions += 1
+          logging.warning('A3C learner at version %d dropped a gradient of '
+                          'version %s from actor %s (a restarted learner).',
+                          self._store.version, version, actor_id)
+          return self._store.version
         applied, norm = self._apply(gradients)
         applied, norm = bool(applied), float(norm)
         self._steps += 1
@@ -262,6 +269,7 @@ class A3CLearner(core.Learner):
         'charts/gradient_norm': m['gradient_norm_sum'] / applied,
         'learner/steps': self._steps,
         'learner/nonfinite_updates': self._nonfinite,
+        'learner/dropped_unknown_version': self._unknown_versions,
     }
     if m['applied']:
       self._logger.write(metrics)

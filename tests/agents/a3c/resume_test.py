@@ -106,6 +106,22 @@ def test_nonfinite_gradients_are_skipped_then_rolled_back(tmp_path):
   assert learner.steps == 7
 
 
+def test_a_restarted_learner_drops_gradients_of_versions_it_lost(tmp_path):
+  # Checkpointed at version 2; the actors went on to version 3 before the
+  # learner restarted (--restart_learner) from that checkpoint.
+  config, learner = _learner(tmp_path, checkpoint_every_steps=2)
+  actor = acting.A3CActor(0, config, 'catch', 2, seed=0, learner=learner)
+  for _ in range(3):
+    actor.step()
+  gradients, _ = actor.compute_gradients(actor.rollout())  # Version 3.
+  _, restarted = _learner(tmp_path, checkpoint_every_steps=2)
+  assert restarted.version == 2
+  assert restarted.apply_gradients(gradients, 3, actor_id=0) == 2  # Dropped.
+  assert restarted.step()['learner/dropped_unknown_version'] == 1
+  actor = acting.A3CActor(0, config, 'catch', 2, seed=0, learner=restarted)
+  assert actor.step() == 3  # Pulls version 2, and learning goes on.
+
+
 def test_resumed_learner_holds_the_optimizer_state(tmp_path):
   config, learner = _learner(tmp_path, checkpoint_every_steps=3)
   actor = acting.A3CActor(0, config, 'catch', 2, seed=0, learner=learner)
