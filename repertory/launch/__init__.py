@@ -22,6 +22,7 @@ from repertory.launch.channel import ChannelError
 from repertory.launch.channel import ChannelServer
 from repertory.launch.channel import LazyChannel
 from repertory.launch.channel import serve_channel
+from repertory.launch.channel import TRANSPORTS
 from repertory.launch.context import get_launch_type
 from repertory.launch.context import host_ip
 from repertory.launch.context import register_stop_handler

@@ -61,8 +61,7 @@ class Batcher:
       # thread wake-ups per batch. Partial batches are the dispatcher's.
       if (len(self._pending) >= self._batch_size and
           self._slots.acquire(blocking=False)):
-        batch = self._pending[:self._batch_size]
-        del self._pending[:self._batch_size]
+        batch = self._take_batch()
       else:
         self._cond.notify()
     if batch is not None:
@@ -77,10 +76,14 @@ class Batcher:
           self._cond.wait()
         left = self._pending[0].arrival + self._timeout - time.monotonic()
         if len(self._pending) >= self._batch_size or left <= 0:
-          batch = self._pending[:self._batch_size]
-          del self._pending[:self._batch_size]
-          return batch
+          return self._take_batch()
         self._cond.wait(left)
+
+  def _take_batch(self) -> List[_Request]:
+    """The oldest `batch_size` pending calls (hold `_cond`)."""
+    batch = self._pending[:self._batch_size]
+    del self._pending[:self._batch_size]
+    return batch
 
   def _dispatch_forever(self) -> None:
     while True:

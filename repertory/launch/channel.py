@@ -30,6 +30,9 @@ from typing import Any, Callable, Optional, Set
 
 from repertory.launch import context
 
+# How a client reaches a node's hot method: over a channel or its handle.
+TRANSPORTS = ('tcp', 'handle')
+
 _LENGTH = struct.Struct('<Q')
 _OK, _ERROR = 0, 1
 

@@ -7,8 +7,9 @@ only need the settings (e.g. SEED's environment-only actors) stay light.
 import dataclasses
 from typing import Any, Optional, Tuple
 
+from repertory import launch
+
 BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
-WEIGHTS_TRANSPORTS = ('tcp', 'handle')
 ACTIVATIONS = ('relu', 'tanh')
 
 
@@ -137,10 +138,10 @@ class Config:
     if self.max_policy_lag is not None and self.max_policy_lag < 0:
       raise ValueError('Config.max_policy_lag must be >= 0 or None, got '
                        f'{self.max_policy_lag!r}.')
-    if self.weights_transport not in WEIGHTS_TRANSPORTS:
+    if self.weights_transport not in launch.TRANSPORTS:
       raise ValueError(
           f'Config.weights_transport={self.weights_transport!r}; choose one '
-          f'of {WEIGHTS_TRANSPORTS}.')
+          f'of {launch.TRANSPORTS}.')
     if self.batched_env_kind not in BATCHED_ENV_KINDS:
       raise ValueError(f'Config.batched_env_kind={self.batched_env_kind!r}; '
                        f'choose one of {BATCHED_ENV_KINDS}.')

@@ -45,9 +45,9 @@ class SeedActor(core.Worker):
       transport: 'tcp' (a `launch.ChannelClient` to the server's
         `channel_address()`) or 'handle' (`server.inference` itself).
     """
-    if transport not in ('tcp', 'handle'):
-      raise ValueError(f"SeedActor transport={transport!r}; choose 'tcp' or "
-                       "'handle'.")
+    if transport not in launch.TRANSPORTS:
+      raise ValueError(f'SeedActor transport={transport!r}; choose one of '
+                       f'{launch.TRANSPORTS}.')
     from repertory import environments  # pylint: disable=g-import-not-at-top
     self._actor_id = np.int64(actor_id)
     # A new id per actor process: the server resets this actor's states when

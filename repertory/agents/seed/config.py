@@ -5,10 +5,10 @@ Like IMPALA's config module, this imports no TensorFlow.
 
 import dataclasses
 
+from repertory import launch
 from repertory.agents.impala import config as impala_config
 
 PLACEMENTS = ('learner', 'separate')
-TRANSPORTS = ('tcp', 'handle')
 
 
 @dataclasses.dataclass
@@ -55,10 +55,10 @@ class Config(impala_config.Config):
       raise ValueError(
           f'Config.inference_placement={self.inference_placement!r}; choose '
           f'one of {PLACEMENTS}.')
-    if self.inference_transport not in TRANSPORTS:
+    if self.inference_transport not in launch.TRANSPORTS:
       raise ValueError(
           f'Config.inference_transport={self.inference_transport!r}; choose '
-          f'one of {TRANSPORTS}.')
+          f'one of {launch.TRANSPORTS}.')
     if self.num_inference_servers < 1:
       raise ValueError('Config.num_inference_servers must be >= 1, got '
                        f'{self.num_inference_servers!r}.')

@@ -13,8 +13,6 @@ from absl import logging
 from repertory import core
 from repertory import launch
 
-TRANSPORTS = ('handle', 'tcp')
-
 
 class VariableClient:
   """Keeps a local copy of named variable groups from a `VariableSource`.
@@ -74,9 +72,9 @@ class VariableClient:
         `TimeoutError` naming the source is raised.
       transport: 'handle' (`source.get_variables`) or 'tcp' (see above).
     """
-    if transport not in TRANSPORTS:
+    if transport not in launch.TRANSPORTS:
       raise ValueError(f'VariableClient transport={transport!r}; choose one '
-                       f'of {TRANSPORTS}.')
+                       f'of {launch.TRANSPORTS}.')
     if not hasattr(source, 'get_variables'):
       raise TypeError(
           f'VariableClient source {source!r} has no get_variables(names); pass '
