@@ -80,6 +80,7 @@ class ChannelServer:
     self.address = f'{host}:{self._listener.getsockname()[1]}'
     self._lock = threading.Lock()
     self._connections: Set[socket.socket] = set()
+    self._threads: Set[threading.Thread] = set()
     self._closed = False
     threading.Thread(target=self._accept_forever, daemon=True,
                      name=f'channel {self.address}').start()
@@ -91,13 +92,16 @@ class ChannelServer:
       except OSError:
         return  # close() shut the listener.
       connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+      thread = threading.Thread(target=self._serve, args=(connection,),
+                                daemon=True,
+                                name=f'channel {self.address} connection')
       with self._lock:
         if self._closed:
           connection.close()
           return
         self._connections.add(connection)
-      threading.Thread(target=self._serve, args=(connection,), daemon=True,
-                       name=f'channel {self.address} connection').start()
+        self._threads.add(thread)
+      thread.start()
 
   def _serve(self, connection: socket.socket) -> None:
     try:
@@ -115,19 +119,26 @@ class ChannelServer:
     finally:
       with self._lock:
         self._connections.discard(connection)
+        self._threads.discard(threading.current_thread())
       connection.close()
 
-  def close(self) -> None:
-    """Stops listening and ends every connection (their clients raise)."""
+  def close(self, timeout: float = 10.0) -> None:
+    """Stops listening, ends every connection (their clients raise) and
+    waits up to `timeout` seconds for calls in progress to return, so that
+    none is still running in `fn` while the process shuts down."""
     with self._lock:
       self._closed = True
       connections = list(self._connections)
+      threads = list(self._threads)
     for sock in [self._listener] + connections:
       try:
         sock.shutdown(socket.SHUT_RDWR)
       except OSError:
         pass  # Not connected (yet, or any more).
     self._listener.close()
+    for thread in threads:
+      if thread is not threading.current_thread():
+        thread.join(timeout)
 
 
 class ChannelClient:

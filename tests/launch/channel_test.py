@@ -72,10 +72,14 @@ def test_close_ends_the_connections_of_waiting_clients():
   caller = threading.Thread(target=call)
   caller.start()
   assert entered.wait(30)
-  server.close()
-  release.set()
-  caller.join(30)
+  closer = threading.Thread(target=server.close)
+  closer.start()
+  caller.join(30)  # The client raises while the call is still running,
   assert not caller.is_alive() and len(errors) == 1
+  assert closer.is_alive()  # and close() waits for that call to return.
+  release.set()
+  closer.join(30)
+  assert not closer.is_alive()
   with pytest.raises(OSError):  # ConnectionRefusedError: nobody listens.
     channel.ChannelClient(server.address, connect_timeout=5)
 
