@@ -420,16 +420,22 @@ class VTraceLearner(core.Learner):
       return
     self._last_count = now
     pending, self._pending = self._pending, {k: 0 for k in self._pending}
-    self._counter.futures.increment(**pending)
+    self._count_future = self._counter.futures.increment(**pending)
 
   def flush_counts(self, wait: bool = True) -> None:
-    """Sends counts not yet sent to the counter (blocking if `wait`)."""
-    if self._counter is not None and any(self._pending.values()):
+    """Sends counts not yet sent to the counter; with `wait`, blocks until
+    every count sent so far (also by a step's increment) has arrived."""
+    if self._counter is None:
+      return
+    future = getattr(self, '_count_future', None)
+    if wait and future is not None:
+      future.result()  # A step's increment still on its way.
+    if any(self._pending.values()):
       pending, self._pending = self._pending, {k: 0 for k in self._pending}
       if wait:
         self._counter.increment(**pending)
       else:
-        self._counter.futures.increment(**pending)
+        self._count_future = self._counter.futures.increment(**pending)
 
   def run(self) -> None:
     stop = launch.stop_event()
