@@ -17,12 +17,14 @@ it TensorFlow) is imported inside ReverbNode code, Ray inside the Ray backend.
 """
 
 from repertory.launch.batching import batched_handler
+from repertory.launch.channel import ChannelAuthenticationError
 from repertory.launch.channel import ChannelClient
 from repertory.launch.channel import ChannelError
 from repertory.launch.channel import ChannelServer
 from repertory.launch.channel import LazyChannel
 from repertory.launch.channel import serve_channel
 from repertory.launch.channel import TRANSPORTS
+from repertory.launch.context import channel_key
 from repertory.launch.context import get_launch_type
 from repertory.launch.context import host_ip
 from repertory.launch.context import register_stop_handler

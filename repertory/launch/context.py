@@ -10,6 +10,7 @@ reach the others. These functions find it, so node code can write::
 """
 
 import abc
+import os
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -17,6 +18,8 @@ _local = threading.local()
 _lock = threading.Lock()
 _active: List['Runtime'] = []           # running programs of this process
 _by_program: Dict[str, 'Runtime'] = {}  # program id -> runtime
+# The channel key of code that runs outside any launched program.
+_PROCESS_KEY = os.urandom(32)
 
 
 class Runtime(abc.ABC):
@@ -28,6 +31,9 @@ class Runtime(abc.ABC):
     self.program_id = program_id
     self.launch_type = launch_type
     self.stop_event = threading.Event()
+    # The program's secret for `launch.channel`: made here by the launcher,
+    # handed to the nodes of other processes when Ray creates them.
+    self.authkey = os.urandom(32)
     self._stop_handlers: List[Callable[[], None]] = []
     self._handlers_lock = threading.Lock()
 
@@ -140,6 +146,13 @@ def host_ip() -> str:
   that opens its own server socket binds to)."""
   runtime = current_runtime(required=False)
   return runtime.host_ip if runtime is not None else '127.0.0.1'
+
+
+def channel_key() -> bytes:
+  """The secret that the channels of this program share (`launch.channel`):
+  the launched program's, or this process's outside one."""
+  runtime = current_runtime(required=False)
+  return runtime.authkey if runtime is not None else _PROCESS_KEY
 
 
 def get_launch_type() -> Optional[str]:

@@ -32,6 +32,7 @@ from repertory.launch import hosting
 from repertory.launch import nodes as nodes_lib
 from repertory.launch import program as program_lib
 
+_LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
 _actor_cache_lock = threading.Lock()
 _WATCH_SECS = 30.0
@@ -152,7 +153,14 @@ class RayNodeRuntime(context.Runtime):
     self._error: Optional[hosting.NodeRecord] = None
     self._executor = None
     nodes = cloudpickle.loads(spec['payload'])
-    self.host_ip = ray.util.get_node_ip_address()
+    # The program's channel key, from the launcher through Ray's (token-
+    # authenticated) actor creation.
+    self.authkey = spec['authkey']
+    # What node servers (channels) bind: loopback on one machine (inside a
+    # worker, Ray reports the outward address), the node's address on a
+    # cluster.
+    self.host_ip = (_LOOPBACK if spec['launch_type'] == 'local_mp' else
+                    ray.util.get_node_ip_address())
     self.host = hosting.NodeHost(
         self, nodes, host_ip=self.host_ip,
         on_error=self._on_event, on_finished=self._on_event)
@@ -423,6 +431,7 @@ class RayLauncher:
           'env': {k: str(v) for k, v in
                   self._resources.get(unit.label, {}).get('env', {}).items()},
           'connect_timeout': self._connect_timeout,
+          'authkey': self._runtime.authkey,
       }
       options = self._actor_options(unit)
       actor = actor_class.options(**options).remote(spec)
