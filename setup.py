@@ -15,6 +15,7 @@ INSTALL_REQUIRES = [
     'portpicker',
     'cloudpickle',
     'psutil',
+    'msgpack>=1.0',  # launch.codec: the channel's wire format (no pickle).
 ]
 
 EXTRAS_REQUIRE = {

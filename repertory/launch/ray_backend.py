@@ -31,6 +31,7 @@ from repertory.launch import handles as handles_lib
 from repertory.launch import hosting
 from repertory.launch import nodes as nodes_lib
 from repertory.launch import program as program_lib
+from repertory.launch import ray_auth
 
 _LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
@@ -476,6 +477,9 @@ class RayLauncher:
         ray.init(address=self._ray_address or 'auto',
                  logging_level=std_logging.WARNING, log_to_driver=True)
       self._owns_ray = True  # a connection to disconnect, not the cluster.
+    # Nodes run whatever a caller of Ray's ports sends: refuse a Ray
+    # instance that takes callers without its token.
+    ray_auth.check_token_auth(self.launch_type)
 
   def _actor_options(self, unit: program_lib.Unit) -> Dict[str, Any]:
     options: Dict[str, Any] = {
