@@ -236,9 +236,10 @@ class ChannelServer:
   def _reply(self, conn: mp_connection.Connection, reply) -> None:
     try:
       frame = codec.encode(reply)
-    except TypeError as e:
-      frame = codec.encode((_ERROR, f'TypeError: the reply cannot travel '
-                                    f'over the channel: {e}'))
+    except Exception as e:  # pylint: disable=broad-except
+      # TypeError: not data; OverflowError: an int over 64 bits.
+      frame = codec.encode((_ERROR, f'{type(e).__name__}: the reply cannot '
+                                    f'travel over the channel: {e}'))
     if len(frame) > self._max_frame_bytes:
       frame = codec.encode((_ERROR, f'ValueError: the reply of {len(frame)} '
                                     'bytes is over max_frame_bytes='
@@ -301,7 +302,8 @@ class ChannelClient:
     try:
       sock.settimeout(None)
       sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-      _set_io_timeouts(sock, min(connect_timeout, read_timeout))
+      _set_io_timeouts(sock, min(connect_timeout or read_timeout,
+                                 read_timeout))
       self._conn = mp_connection.Connection(sock.detach())
     finally:
       sock.close()
