@@ -76,6 +76,15 @@ class Handle:
     return f'<Handle {self._node_id} {self._description}>'
 
 
+class CourierHandle(Handle):
+  """The handle of a `CourierNode` (dereferenced: a `CourierClient`)."""
+
+  def set_client_kwargs(self, **kwargs) -> None:
+    """Launchpad's options of the client; accepted and not used (see
+    `CourierNode`)."""
+    self._client_kwargs = dict(kwargs)
+
+
 class Deferred:
   """An object built inside the node's process (for unpicklable objects).
 
