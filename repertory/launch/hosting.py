@@ -153,25 +153,27 @@ class NodeHost:
                                   record.error, record.exception)
     return True
 
+  def _done(self) -> Dict[str, bool]:
+    """node id -> finished (run() returned, not serving); a node of a
+    colocation with return_on_first_completed is done once one of its
+    colocation's nodes is."""
+    done = {n: r.finished.is_set() and not r.serving
+            for n, r in self.records.items()}
+    first = {id(r.node.colocation) for n, r in self.records.items()
+             if done[n] and r.node.colocation is not None and
+             r.node.colocation.return_on_first_completed}
+    return {n: d or id(self.records[n].node.colocation) in first
+            for n, d in done.items()}
+
   def all_done(self) -> bool:
-    """True when every node's run() returned and none of them serves (a
-    colocation with return_on_first_completed is done when one of its nodes
-    is)."""
-    first_done = set()
-    for r in self.records.values():
-      colocation = getattr(r.node, 'colocation', None)
-      if (colocation is not None and colocation.return_on_first_completed and
-          r.finished.is_set() and not r.serving):
-        first_done.add(id(colocation))
-    return all((r.finished.is_set() and not r.serving) or
-               id(getattr(r.node, 'colocation', None)) in first_done
-               for r in self.records.values())
+    """True when every node's run() returned and none of them serves."""
+    return all(self._done().values())
 
   def labels_done(self, labels: Sequence[str], any_of: bool) -> bool:
     """Whether every (or, with `any_of`, one) node of `labels` hosted here
     finished."""
-    done = [r.finished.is_set() and not r.serving
-            for r in self.records.values() if r.node.label in labels]
+    done = [d for n, d in self._done().items()
+            if self.records[n].node.label in labels]
     return (any(done) if any_of else all(done)) if done else False
 
   def first_error(self) -> Optional[NodeRecord]:
@@ -281,7 +283,8 @@ def get_public_method(record: NodeRecord, name: str):
         f'finished: its run() returned, which ends its server (as in '
         f'Launchpad); {name}() cannot be called.')
   instance = record.built.instance
-  fn = None if name.startswith('_') else getattr(instance, name, None)
+  fn = (None if name.startswith('_') and name != '__call__' else
+        getattr(instance, name, None))
   if not callable(fn):
     public = sorted(n for n in dir(type(instance))
                     if not n.startswith('_') and callable(getattr(instance, n)))
