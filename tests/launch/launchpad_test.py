@@ -8,8 +8,6 @@ The multi-process ones are in launchpad_mp_test.py.
 """
 
 import datetime
-import importlib.util
-import os
 import sys
 import threading
 import time
@@ -21,21 +19,6 @@ import numpy as np
 import repertory.launch as lp
 
 LAUNCH_TYPES = ('test_mt', 'local_mt')
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
-                        'examples', 'launchpad')
-
-
-def load_example(name: str):
-  """examples/launchpad/<name>.py as a module (once: it defines flags)."""
-  module_name = f'launchpad_example_{name}'
-  if module_name not in sys.modules:
-    spec = importlib.util.spec_from_file_location(
-        module_name, os.path.join(EXAMPLES, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-  return sys.modules[module_name]
-
 
 def _block():
   lp.wait_for_stop()
@@ -489,20 +472,6 @@ class BatchedHandlerTest(absltest.TestCase):
     self.assertEqual(int(wrapped(np.int32(1))), 2)
     with self.assertRaisesRegex(ValueError, 'timedelta or seconds'):
       lp.batched_handler(batch_size=2, timeout='1s')
-
-
-class ConsumerProducersTest(absltest.TestCase):
-  """Launchpad's examples/consumer_producers/launch_test.py, restated."""
-
-  def test_consumer_steps(self):
-    consumer_producers = load_example('consumer_producers')
-    program = consumer_producers.make_program(num_producers=2)
-    (consumer_node,) = program.groups['consumer']
-    consumer_node.disable_run()
-    lp.launch(program, launch_type='test_mt', test_case=self)
-    consumer = consumer_node.create_handle().dereference()
-    for _ in range(10):
-      self.assertEqual(consumer.step(), [0, 1])
 
 
 if __name__ == '__main__':
