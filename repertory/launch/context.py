@@ -49,6 +49,12 @@ class Runtime(abc.ABC):
     with self._handlers_lock:
       self._stop_handlers.append(fn)
 
+  def unregister_stop_handler(self, fn: Callable[[], None]) -> None:
+    with self._handlers_lock:
+      if fn not in self._stop_handlers:
+        raise ValueError(f'{fn!r} is not a registered stop handler.')
+      self._stop_handlers.remove(fn)
+
   def run_stop_handlers(self) -> None:
     """Sets the stop event and calls the stop handlers once each."""
     from absl import logging  # pylint: disable=g-import-not-at-top
@@ -130,14 +136,27 @@ def run_until_stop(step: Callable[[], Any]) -> None:
     logging.info('%r raised while the program was stopping; ignored.', step)
 
 
-def wait_for_stop(timeout: Optional[float] = None) -> bool:
-  """Blocks until the program is stopping; returns False on `timeout` (s)."""
-  return current_runtime().stop_event.wait(timeout)
+def wait_for_stop(timeout_secs: Optional[float] = None, *,
+                  timeout: Optional[float] = None) -> bool:
+  """Blocks until the program is stopping; False if `timeout_secs` passed.
+
+  `timeout` is the same (repertory's earlier name).
+  """
+  if timeout_secs is not None and timeout is not None:
+    raise ValueError('wait_for_stop takes timeout_secs or timeout, not both.')
+  if timeout_secs is None:
+    timeout_secs = timeout
+  return current_runtime().stop_event.wait(timeout_secs)
 
 
 def register_stop_handler(fn: Callable[[], None]) -> None:
   """Calls `fn()` in this process when the program starts stopping."""
   current_runtime().register_stop_handler(fn)
+
+
+def unregister_stop_handler(fn: Callable[[], None]) -> None:
+  """Undoes `register_stop_handler(fn)`."""
+  current_runtime().unregister_stop_handler(fn)
 
 
 def host_ip() -> str:
