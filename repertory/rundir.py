@@ -242,8 +242,12 @@ class Attempt:
     path = os.path.join(self.logdir, RESULTS)
     results = None
     if _signature(path) not in (None, self.results_before):
-      results = read_json(path)
-      _copy(path, os.path.join(self.directory, RESULTS))
+      try:
+        results = read_json(path)
+        _copy(path, os.path.join(self.directory, RESULTS))
+      except (RunDirError, OSError) as e:  # Reported, never raised here.
+        print(f'repertory: {e}', file=sys.stderr, flush=True)
+        results = None
     record = read_json(os.path.join(self.directory, ATTEMPT))
     record.update(ended=_now(),
                   status='finished' if results else 'ended without results',
