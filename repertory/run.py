@@ -6,18 +6,24 @@ r"""Trains any built-in agent on any environment, in any launch mode.
 
 `--config.<field>=<value>` overrides a field of the agent's `Config`; unknown
 agents, environments and fields are refused before anything starts. At the end
-`<logdir>/results.json` holds the run's figures.
+`<logdir>/results.json` holds the run's figures (and
+`<logdir>/attempts/<n>/results.json` those of each attempt; see
+docs/checkpoints.md).
 
 Rerunning the same command with the same `--logdir` resumes the run (the
 learner from its latest checkpoint, counters, replay and logs where they
 were); a rerun whose settings differ from `<logdir>/config.json` is refused
 with the differing fields named (only the fields in `RESUMABLE_CHANGES` may
-change).
+change). Rerunning a finished run is refused unless `--max_actor_steps` is
+raised above the steps it took.
 """
 
 import dataclasses
 import json
 import os
+# TensorFlow's INFO banner at import is not the run's output (an error stays
+# one line on stderr); its warnings and errors still show.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import sys
 import threading
 import time
@@ -31,6 +37,7 @@ from repertory import agents
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
+from repertory import rundir
 
 _AGENT = flags.DEFINE_string('agent', 'impala',
                              f'One of: {", ".join(sorted(agents.AGENTS))}.')
@@ -186,13 +193,14 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
   config, experiment, program = build(config_overrides)
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
+  try:  # The run directory's checks and attempts: see repertory/rundir.py.
+    for warning in rundir.preflight(experiment.logdir, saved):
+      print(f'repertory.run: warning: {warning}', file=sys.stderr, flush=True)
+  except rundir.RunDirError as e:
+    sys.exit(f'repertory.run: error: {e}')
   resuming = check_resume(experiment.logdir, saved)
-  os.makedirs(experiment.logdir, exist_ok=True)
+  attempt = rundir.start_attempt(experiment.logdir, saved)
   results_path = os.path.join(experiment.logdir, 'results.json')
-  if resuming and os.path.exists(results_path):  # Not this run's results.
-    os.replace(results_path, results_path + '.previous')
-  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
-    json.dump(saved, f, indent=2, default=str)
   print(f'repertory: {experiment.agent} on {experiment.env}, '
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
@@ -215,11 +223,10 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
                   block=True)  # test_mt too: the results come at the end.
   finally:
     stop_tail.set()
-  if not os.path.exists(results_path):
+    results = attempt.end()
+  if results is None:
     logging.warning('The run ended without writing %s.', results_path)
     sys.exit(1)
-  with open(results_path) as f:
-    results = json.load(f)
   print(json.dumps(results, indent=2, sort_keys=True))
 
 
