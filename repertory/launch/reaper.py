@@ -89,10 +89,15 @@ def _main(launcher_pid: int) -> None:
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # The launcher handles it.
   # Only processes started after the reaper (by the launch it guards).
   born_after = _stat(os.getpid())[1]
+  launcher = _stat(launcher_pid)
+  launcher_start = launcher[1] if launcher else None
   recorded: Dict[int, int] = {}
   released = False
   stdin = sys.stdin.buffer
   while True:
+    now = _stat(launcher_pid)
+    if now is None or now[1] != launcher_start:
+      break  # Gone (also when a forked child still holds the pipe open).
     recorded.update({
         pid: start for pid, start in
         _descendants([launcher_pid], _processes()).items()
