@@ -58,6 +58,7 @@ from repertory.launch.launcher import LAUNCH_TYPES
 from repertory.launch.launcher import launch
 from repertory.launch.launcher import LaunchedProgram
 from repertory.launch.launcher import parse_resources
+from repertory.launch.launcher import Terminated
 from repertory.launch.nodes import CourierNode
 from repertory.launch.nodes import MultiProcessingColocation
 from repertory.launch.nodes import MultiThreadingColocation

@@ -41,6 +41,11 @@ class Runtime(abc.ABC):
   def request_stop(self, reason: str) -> None:
     """Asks the whole program to stop (returns at once)."""
 
+  def stop_requested(self) -> bool:
+    """Whether the program is stopping (or a stop was just asked for here,
+    before the stop event is set)."""
+    return self.stop_event.is_set()
+
   @abc.abstractmethod
   def client(self, handle: Any) -> Any:
     """Returns the client of the node that `handle` names."""

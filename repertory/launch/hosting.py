@@ -126,7 +126,7 @@ class NodeHost:
     record.ready.set()
     if built.run is not None:
       built.run()
-      if built.serves and not self._runtime.stop_event.is_set():
+      if built.serves and not self._runtime.stop_requested():
         # As Launchpad: a CourierNode whose run() returns ends its server.
         record.run_returned = True
         built.serves = False

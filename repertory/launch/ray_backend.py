@@ -175,6 +175,9 @@ class RayNodeRuntime(context.Runtime):
         self._error = record
       self._cond.notify_all()
 
+  def stop_requested(self) -> bool:
+    return self._stop_reason is not None or self.stop_event.is_set()
+
   def request_stop(self, reason: str) -> None:
     with self._cond:
       if self._stop_reason is None:

@@ -6,9 +6,9 @@ records the launcher's descendants started after it (Ray's GCS, raylet, dashboar
 runtime-env agents, the node processes) with their start times. When the
 pipe closes without a `release` (the launcher died: SIGKILL, the OOM
 killer), it SIGKILLs every recorded process still alive, and their
-descendants. After a `release` (Ray was shut down normally) it kills only
-what is still alive 2 s later. A pid reused by an unrelated process is
-never touched: its start time differs.
+descendants. After a `release` (the launcher shut Ray down itself) it exits
+without killing anything. A pid reused by an unrelated process is never
+touched: its start time differs.
 """
 
 import os
@@ -20,7 +20,6 @@ import time
 from typing import Dict, List, Optional
 
 _SNAPSHOT_SECS = 1.0
-_RELEASE_GRACE_SECS = 2.0
 _KILL_ROUNDS_SECS = 3.0
 
 
@@ -90,10 +89,15 @@ def _main(launcher_pid: int) -> None:
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # The launcher handles it.
   # Only processes started after the reaper (by the launch it guards).
   born_after = _stat(os.getpid())[1]
+  launcher = _stat(launcher_pid)
+  launcher_start = launcher[1] if launcher else None
   recorded: Dict[int, int] = {}
   released = False
   stdin = sys.stdin.buffer
   while True:
+    now = _stat(launcher_pid)
+    if now is None or now[1] != launcher_start:
+      break  # Gone (also when a forked child still holds the pipe open).
     recorded.update({
         pid: start for pid, start in
         _descendants([launcher_pid], _processes()).items()
@@ -106,9 +110,9 @@ def _main(launcher_pid: int) -> None:
       if not line or released:
         break
   if released:
-    time.sleep(_RELEASE_GRACE_SECS)
+    return  # Ray was shut down by the launcher; nothing is left to reap.
   killed = _kill(recorded)
-  if killed and not released:
+  if killed:
     try:
       sys.stderr.write(f'[repertory.launch reaper] the launcher (pid '
                        f'{launcher_pid}) died; killed {killed} processes it '
@@ -132,8 +136,7 @@ class Reaper:
     return self._proc.pid
 
   def release(self, timeout: float = 10.0) -> None:
-    """The launcher shut down what it started: the reaper sweeps what is
-    left after a short grace period, and exits."""
+    """The launcher shut down what it started: the reaper exits."""
     try:
       self._proc.stdin.write(b'release\n')
       self._proc.stdin.close()

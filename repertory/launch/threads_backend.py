@@ -70,6 +70,9 @@ class ThreadRuntime(context.Runtime):
     if self.host.all_done():
       self.request_stop('every node finished')
 
+  def stop_requested(self) -> bool:
+    return self._stopping or self.stop_event.is_set()
+
   def request_stop(self, reason: str) -> None:
     with self._stop_lock:
       if self._stopping:

@@ -293,6 +293,24 @@ class CourierNodeTest(parameterized.TestCase):
     waiter = lp.launch(program, launch_type=launch_type, test_case=self)
     self.assertTrue(waiter.wait(timeout=60))
 
+  def test_a_courier_node_whose_run_returned_serves_no_more(self):
+    returned = threading.Event()
+
+    class Once:
+      def run(self):
+        returned.set()
+
+      def ping(self):
+        return 'pong'
+
+    program = lp.Program('test')
+    handle = program.add_node(lp.CourierNode(Once), label='once')
+    program.add_node(lp.PyNode(_block), label='daemon')
+    waiter = lp.launch(program, launch_type='test_mt', test_case=self)
+    self.assertTrue(waiter.wait(['once'], timeout=30))
+    with self.assertRaisesRegex(lp.LaunchError, 'run\\(\\) returned'):
+      handle.dereference().ping()
+
   def test_enable_run_undoes_disable_run(self):
     ran = threading.Event()
 
