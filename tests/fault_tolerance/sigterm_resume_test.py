@@ -16,9 +16,9 @@ import pytest
 import reverb
 import tensorflow as tf
 
+from repertory import experiment as experiment_lib
 from repertory.agents import impala
-from repertory.agents.impala import networks
-from repertory.agents.impala import program as program_lib
+from repertory.components.actor_critic import tables as program_lib
 from repertory.components import replay as replay_lib
 
 
@@ -130,9 +130,8 @@ def test_sigterm_then_rerun_resumes(tmp_path):
 
   # The queue's final checkpoint, restored as the Reverb node restores it.
   config = impala.Config(unroll_length=10, batch_size=4, max_queue_size=16)
-  observation_spec, action_spec = networks.environment_specs('catch')
   server = reverb.Server(
-      program_lib.make_tables(config, observation_spec, action_spec),
+      program_lib.make_tables(config, experiment_lib.environment_spec('catch')),
       checkpointer=replay_lib.make_checkpointer(
           os.path.join(logdir, 'replay')))
   try:

@@ -13,8 +13,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from repertory.agents.impala.networks import environment_specs  # pylint: disable=unused-import
-from repertory.agents.impala.networks import num_actions
+from repertory.components.specs import environment_specs  # pylint: disable=unused-import
+from repertory.components.specs import num_actions
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components.networks import GraphFunction  # pylint: disable=unused-import
