@@ -27,7 +27,7 @@ version is compared with it for the policy lag) and returns within about a
 second when no data comes, so that the host notices a stop.
 """
 
-import contextlib
+import threading
 import time
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence
 
@@ -65,8 +65,9 @@ class Update(NamedTuple):
 class Algorithm(core.Saveable):
   """The part of a learner that is the agent's own."""
 
-  def step(self, version: int) -> Optional[Update]:
-    """One update at policy `version`; None if no data came (within ~1 s)."""
+  def step(self, version: int, *data: Any) -> Optional[Update]:
+    """One update at policy `version` (on `data` when actors push it);
+    None if no data came (within ~1 s)."""
     raise NotImplementedError
 
   def policy_variables(self) -> Mapping[str, core.Nest]:
@@ -102,6 +103,12 @@ class LearnerHost(core.Learner):
     log_every: log the metrics every this many steps.
     count_every_seconds: the child counter's time delta.
     train: False serves the initial variables and never steps.
+    pull: True runs `algorithm.step(version)` in a loop (the algorithm reads
+      its data); False leaves `run()` idle while actors push data through
+      `update(...)` (A3C's gradients).
+    one_version_per_step: every step publishes exactly one new version, also
+      a non-finite one (its weights unchanged) unless it caused a rollback,
+      whose republish is that step's (synchronous actors wait for it).
   """
 
   def __init__(self, algorithm: Algorithm, counter: Any = None,
@@ -110,12 +117,14 @@ class LearnerHost(core.Learner):
                checkpoint_dir: Optional[str] = None,
                snapshot_dir: Optional[str] = None,
                log_every: int = 1, count_every_seconds: float = 1.0,
-               train: bool = True,
+               train: bool = True, pull: bool = True,
+               one_version_per_step: bool = False,
                make_logger: Optional[Callable[..., Any]] = None):
     if not isinstance(log_every, int) or log_every < 1:
       raise ValueError(f'log_every must be a positive int, got {log_every!r}.')
     self._algorithm = algorithm
-    self._train = train
+    self._train, self._pull = train, pull
+    self._one_version_per_step = one_version_per_step
     self._store = variables_lib.VariableStore(algorithm.policy_variables())
     self._counter = (counting.Counter(counter, time_delta=count_every_seconds)
                      if counter is not None else None)
@@ -129,6 +138,7 @@ class LearnerHost(core.Learner):
     self._snapshot_dir = snapshot_dir
     self._guard = None
     self._nonfinite = 0
+    self._plain_lock = threading.RLock()  # Without a guard (no checkpoints).
     if checkpoint_dir is not None:
       settings = checkpoint or checkpointing.CheckpointSettings()
       self._guard = fault_tolerance.FaultTolerance(
@@ -155,8 +165,13 @@ class LearnerHost(core.Learner):
     """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
     return self._store.variables_channel_address()
 
-  def wait_for_version(self, version: int, timeout_s: float = 60.0) -> int:
-    return self._store.wait_for_version(version, timeout_s)
+  def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
+    """Blocks up to `timeout_s` until `version` is published; returns the
+    version served then (smaller than `version` on timeout)."""
+    try:
+      return self._store.wait_for_version(version, timeout_s)
+    except TimeoutError:
+      return self._store.version
 
   @property
   def version(self) -> int:
@@ -197,31 +212,28 @@ class LearnerHost(core.Learner):
       logging.exception('Exporting the policy snapshot failed.')
 
   def _lock(self):
-    return self._guard.lock if self._guard else contextlib.nullcontext()
+    return self._guard.lock if self._guard else self._plain_lock
 
   # --- stepping -------------------------------------------------------------
 
   def step(self) -> Optional[Dict[str, Any]]:
     """One algorithm step; returns its metrics (None if no update came or
     the final checkpoint is written)."""
-    with self._lock():  # No update after the final checkpoint.
+    return self.update()
+
+  def update(self, *data: Any) -> Optional[Dict[str, Any]]:
+    """`algorithm.step(version, *data)`, one at a time, and what follows:
+    publish, checkpoint or roll back, count, log. Actors of a push-based
+    algorithm call it with their data (`pull=False`)."""
+    with self._lock():  # One update at a time; none after the final save.
       if self._guard is not None and self._guard.stopped:
         time.sleep(0.1)  # The program is stopping; run() ends soon.
         return None
-      update = self._algorithm.step(self._store.version)
+      update = self._algorithm.step(self._store.version, *data)
       if update is None:
         return None
       self._steps += 1
-      if update.applied:
-        self._store.publish(update.variables if update.variables is not None
-                            else self._algorithm.policy_variables())
-      elif update.applied is not None:
-        self._nonfinite += 1
-        if self._guard is None:
-          logging.warning('Non-finite loss or gradient at step %d: update '
-                          'skipped.', self._steps)
-      if update.applied is not None and self._guard is not None:
-        self._guard.record_update(bool(update.applied), self._steps)
+      self._publish(update)
     if self._counter is not None and update.counts:
       self._counter.increment(**update.counts)
     metrics = dict(update.metrics)
@@ -238,6 +250,25 @@ class LearnerHost(core.Learner):
       self._logger.write(metrics)
     return metrics
 
+  def _publish(self, update: Update) -> None:
+    variables = (update.variables if update.variables is not None
+                 else self._algorithm.policy_variables)
+    publish = lambda: self._store.publish(  # pylint: disable=g-long-lambda
+        variables() if callable(variables) else variables)
+    if update.applied:
+      publish()
+    elif update.applied is not None:
+      self._nonfinite += 1
+      if self._guard is None:
+        logging.warning('Non-finite loss or gradient at step %d: update '
+                        'skipped.', self._steps)
+    rolled_back = (update.applied is not None and self._guard is not None and
+                   self._guard.record_update(bool(update.applied),
+                                             self._steps))
+    if (self._one_version_per_step and update.applied is False and
+        not rolled_back):
+      publish()  # Unchanged weights, as the next version.
+
   def flush_counts(self) -> None:
     """Sends the counts not sent yet and waits until every count sent so far
     (also one a step is sending from another thread) has arrived."""
@@ -247,7 +278,7 @@ class LearnerHost(core.Learner):
   def run(self) -> None:
     """Steps until the program stops; then sends the last counts."""
     try:
-      if not self._train:  # Serve the initial weights only.
+      if not (self._train and self._pull):  # Serve; actors push, if any.
         launch.wait_for_stop()
         return
       launch.run_until_stop(self.step)

@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 
+from repertory.components import specs as specs_lib
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import a3c
@@ -25,7 +26,7 @@ def test_config_rejects_bad_values(field, value):
 
 
 def _learner(config):
-  observation_spec, action_spec = networks_lib.environment_specs('catch')
+  observation_spec, action_spec = specs_lib.environment_specs('catch')
   return learning.A3CLearner(config, observation_spec, action_spec)
 
 

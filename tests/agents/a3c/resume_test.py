@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from repertory.components import specs as specs_lib
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import a3c
@@ -75,7 +76,7 @@ def test_second_launch_continues_version_steps_and_counts(tmp_path):
 
 def _learner(tmp_path, **overrides):
   config = a3c.Config(**dict(TINY, **overrides))
-  observation_spec, action_spec = networks_lib.environment_specs('catch')
+  observation_spec, action_spec = specs_lib.environment_specs('catch')
   return config, learning.A3CLearner(
       config, observation_spec, action_spec,
       checkpoint_dir=str(tmp_path / 'checkpoints'))

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from repertory.agents.ppo import networks as networks_lib
+from repertory.components import specs as specs_lib
+from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components import networks
 
 
 @pytest.fixture(scope='module')
 def specs():
-  return networks_lib.environment_specs('catch')
+  return specs_lib.environment_specs('catch')
 
 
 def test_policy_matches_the_eager_network(specs):
