@@ -218,8 +218,18 @@ class LearnerHost(core.Learner):
 
   def step(self) -> Optional[Dict[str, Any]]:
     """One algorithm step; returns its metrics (None if no update came or
-    the final checkpoint is written)."""
-    return self.update()
+    the final checkpoint is written). A push-based host (`pull=False`)
+    returns its `status()` instead."""
+    return self.update() if self._pull else self.status()
+
+  def status(self) -> Dict[str, Any]:
+    """Steps, version, skipped updates and rollbacks so far."""
+    status = {'learner/steps': self._steps,
+              'learner/version': self._store.version,
+              'learner/nonfinite_updates': self._nonfinite}
+    if self._guard is not None:
+      status['learner/rollbacks'] = self._guard.rollbacks
+    return status
 
   def update(self, *data: Any) -> Optional[Dict[str, Any]]:
     """`algorithm.step(version, *data)`, one at a time, and what follows:
@@ -237,11 +247,7 @@ class LearnerHost(core.Learner):
     if self._counter is not None and update.counts:
       self._counter.increment(**update.counts)
     metrics = dict(update.metrics)
-    metrics.update({'learner/steps': self._steps,
-                    'learner/version': self._store.version,
-                    'learner/nonfinite_updates': self._nonfinite})
-    if self._guard is not None:
-      metrics['learner/rollbacks'] = self._guard.rollbacks
+    metrics.update(self.status())
     if self._steps % self._log_every == 0:
       now, (last_time, last_steps) = time.monotonic(), self._last_log
       metrics['learner/steps_per_second'] = (
