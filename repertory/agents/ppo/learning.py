@@ -151,12 +151,14 @@ class PPO(learners.Algorithm):
                 'learner/skipped_updates': skipped})
     return out
 
-  def step(self, version: int) -> Optional[learners.Update]:
+  def fetch(self, version: int) -> Optional[tuple]:
     stop = launch.stop_event() if launch.get_launch_type() else None
     batch = self._collector.collect(
         version, lambda: stop is not None and stop.is_set())
-    if batch is None:
-      return None
+    return None if batch is None else (batch,)
+
+  def step(self, version: int, batch: Dict[str, np.ndarray]
+           ) -> Optional[learners.Update]:
     lags = version - batch['policy_version']                      # [B]
     # The synchronous guarantee: nothing but version v enters the update.
     assert np.all(lags == 0), f'policy lag in a PPO batch: {lags}'

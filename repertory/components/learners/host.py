@@ -55,15 +55,25 @@ class Update(NamedTuple):
       attempted (e.g. every item was too stale).
     variables: the groups to publish when `applied`, if the step already has
       them as numpy (None: the host calls `policy_variables()`).
+    publish: False keeps an applied update's weights unpublished for now
+      (R2D2 publishes every `learner_steps_per_publish` steps).
   """
   metrics: Mapping[str, Any]
   counts: Mapping[str, float] = {}
   applied: Optional[bool] = True
   variables: Optional[Mapping[str, core.Nest]] = None
+  publish: bool = True
 
 
 class Algorithm(core.Saveable):
   """The part of a learner that is the agent's own."""
+
+  def fetch(self, version: int) -> Optional[tuple]:  # pylint: disable=unused-argument
+    """Waits for the next step's data (e.g. a batch) outside the host's
+    lock, so a stop is never held up by it; returns the arguments for
+    `step` after the version, or None if none came (within ~1 s). The
+    default, (), lets `step` read its data itself."""
+    return ()
 
   def step(self, version: int, *data: Any) -> Optional[Update]:
     """One update at policy `version` (on `data` when actors push it);
@@ -84,6 +94,13 @@ class Algorithm(core.Saveable):
   def export_snapshot(self, path: str) -> str:  # pylint: disable=unused-argument
     """Exports the greedy policy as a SavedModel; returns its path."""
     raise NotImplementedError(f'{type(self).__name__} exports no snapshot.')
+
+  def flush(self) -> None:
+    """Waits until the algorithm's asynchronous writes (e.g. priorities)
+    reached their destination."""
+
+  def close(self) -> None:
+    """Called once when the host's `run()` ends."""
 
 
 class LearnerHost(core.Learner):
@@ -220,7 +237,10 @@ class LearnerHost(core.Learner):
     """One algorithm step; returns its metrics (None if no update came or
     the final checkpoint is written). A push-based host (`pull=False`)
     returns its `status()` instead."""
-    return self.update() if self._pull else self.status()
+    if not self._pull:
+      return self.status()
+    data = self._algorithm.fetch(self._store.version)
+    return None if data is None else self.update(*data)
 
   def status(self) -> Dict[str, Any]:
     """Steps, version, skipped updates and rollbacks so far."""
@@ -261,7 +281,7 @@ class LearnerHost(core.Learner):
                  else self._algorithm.policy_variables)
     publish = lambda: self._store.publish(  # pylint: disable=g-long-lambda
         variables() if callable(variables) else variables)
-    if update.applied:
+    if update.applied and update.publish:
       publish()
     elif update.applied is not None:
       self._nonfinite += 1
@@ -281,6 +301,11 @@ class LearnerHost(core.Learner):
     if self._counter is not None:
       self._counter.flush()
 
+  def flush(self) -> None:
+    """`flush_counts()` and the algorithm's own `flush()`."""
+    self.flush_counts()
+    self._algorithm.flush()
+
   def run(self) -> None:
     """Steps until the program stops; then sends the last counts."""
     try:
@@ -295,4 +320,5 @@ class LearnerHost(core.Learner):
         self.flush_counts()
       except Exception:  # pylint: disable=broad-except
         logging.info('The counter went away before the last counts.')
+      self._algorithm.close()
       self._logger.close()
