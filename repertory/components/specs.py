@@ -4,7 +4,6 @@ The spec of a run's environment is computed once, when its program is built
 (`repertory.experiment.environment_spec`), and handed to every node.
 """
 
-from typing import Any, Tuple
 
 from dm_env import specs
 import numpy as np
@@ -20,10 +19,3 @@ def num_actions(action_spec: specs.Array) -> int:
   raise ValueError('This agent takes a single discrete action; got the '
                    f'action spec {action_spec!r}.')
 
-
-def environment_specs(env: Any) -> Tuple[Any, Any]:
-  """(observation_spec, action_spec) of one environment of `env` (a spec
-  string or a factory); prefer passing the spec the program computed."""
-  from repertory import experiment  # pylint: disable=g-import-not-at-top
-  spec = experiment.environment_spec(env)
-  return spec.observations, spec.actions
