@@ -71,8 +71,9 @@ class A3CActor(core.Worker):
     action_spec = self._environment.action_spec()
     # The eager network computes gradients (once per rollout); the policy
     # acts every step in a graph of its own (no EagerTensor per step).
-    self._network = networks_lib.make_network(
-        config.hidden_sizes, observation_spec, action_spec)
+    with networks.seeded(seed):  # Its weights are the learner's anyway.
+      self._network = networks_lib.make_network(
+          config.hidden_sizes, observation_spec, action_spec)
     self._variables = a3c_networks.variable_list(self._network)
     self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
                                        action_spec, seed=seed)

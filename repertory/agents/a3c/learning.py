@@ -40,10 +40,10 @@ class A3C(learners.Algorithm):
   """Applies one actor's gradient per step (pushed, not pulled)."""
 
   def __init__(self, config: config_lib.Config, spec: Any, seed: int = 0):
-    tf.random.set_seed(seed)
     self._spec = spec
-    self.network = mlp_policy.make_network(config.hidden_sizes,
-                                           spec.observations, spec.actions)
+    with networks.seeded(seed):
+      self.network = mlp_policy.make_network(config.hidden_sizes,
+                                             spec.observations, spec.actions)
     self._variables = a3c_networks.variable_list(self.network)
     self._shapes = [tuple(v.shape) for v in self._variables]
     self.optimizer = make_optimizer(config)

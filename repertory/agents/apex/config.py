@@ -2,7 +2,7 @@
 Experience Replay", appendix C), scaled down to small control tasks."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
 INITIAL_PRIORITIES = ('actor', 'constant')
 

@@ -2,8 +2,7 @@
 importance weights, asynchronous priority updates and a target network
 (Horgan et al. 2018, algorithm 2)."""
 
-import os
-from typing import Any, Optional
+import functools
 
 import tensorflow as tf
 
@@ -48,15 +47,5 @@ class ApexLearner(prioritized.PrioritizedReplay):
     }, info.key, priorities, data['policy_version']
 
 
-def make_learner(config: Any, spec: Any, replay: Any, table: str,
-                 counter: Any = None, logdir: Optional[str] = None,
-                 seed: int = 0, checkpoint: Any = None
-                 ) -> learners.LearnerHost:
-  """The learner node: `ApexLearner` in a `LearnerHost`. With `logdir`:
-  metrics and checkpoints there."""
-  return learners.LearnerHost(
-      ApexLearner(config, spec, networks.make_network, replay, table,
-                  seed=seed),
-      counter=counter, checkpoint=checkpoint,
-      logdir=os.path.join(logdir, 'learner') if logdir else None,
-      checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None)
+make_learner = functools.partial(prioritized.make_learner, ApexLearner,
+                                 networks.make_network)

@@ -13,7 +13,6 @@ from repertory.agents.apex import learning
 from repertory.agents.apex import networks
 from repertory.components import adders
 from repertory.components.replay import program as replay_program
-from repertory.components.replay import tables
 
 TABLE = replay_program.TABLE
 
@@ -22,17 +21,7 @@ def make_tables(config: config_lib.Config, spec: Any):
   """The prioritized transition table (FIFO removal, SampleToInsertRatio)."""
   signature = adders.NStepTransitionAdder.signature(
       spec, extras_spec={'q_taken': np.zeros((), np.float32)})
-  return [tables.prioritized_replay_table(
-      TABLE,
-      max_size=config.replay_size,
-      priority_exponent=config.priority_exponent,
-      signature=signature,
-      min_size_to_sample=config.min_replay_size,
-      samples_per_insert=config.samples_per_insert,
-      error_buffer=tables.error_buffer_for(
-          config.samples_per_insert, config.min_replay_size,
-          config.samples_per_insert_tolerance, config.batch_size),
-      batch_size=config.batch_size)]
+  return [replay_program.prioritized_table(config, signature)]
 
 
 def make_program(config: config_lib.Config,

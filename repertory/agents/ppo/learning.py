@@ -41,13 +41,13 @@ class PPO(learners.Algorithm):
   def __init__(self, config: config_lib.Config, spec: Any,
                collector: rounds.RoundCollector, steps_per_round: int,
                anneal_steps: int = 0, seed: int = 0):
-    tf.random.set_seed(seed)
     self._config, self._spec, self._collector = config, spec, collector
     self._steps_per_round = steps_per_round
     self._anneal_steps = ((config.anneal_steps or anneal_steps)
                           if config.anneal_learning_rate else 0)
-    self.network = mlp_policy.make_network(config.hidden_sizes,
-                                           spec.observations, spec.actions)
+    with networks.seeded(seed):
+      self.network = mlp_policy.make_network(config.hidden_sizes,
+                                             spec.observations, spec.actions)
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
     self.optimizer = snt.optimizers.Adam(self._learning_rate,
                                          epsilon=config.adam_epsilon)

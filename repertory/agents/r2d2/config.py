@@ -3,7 +3,7 @@ Replay in Distributed Reinforcement Learning", table 2), scaled down to the
 small control tasks this project trains on."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
 INITIAL_PRIORITIES = ('actor', 'constant')
 

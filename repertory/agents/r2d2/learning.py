@@ -3,8 +3,8 @@ over the trace, importance weights, mixed max/mean sequence priorities
 written back asynchronously, periodic target copies (Kapturowski et al.
 2019, sections 2-3)."""
 
-import os
-from typing import Any, Callable, Optional
+import functools
+from typing import Any, Callable
 
 import dm_env
 import sonnet as snt
@@ -179,15 +179,5 @@ class R2D2Learner(prioritized.PrioritizedReplay):
     }, info.key, priorities, data['policy_version']
 
 
-def make_learner(config: Any, spec: Any, replay: Any, table: str,
-                 counter: Any = None, logdir: Optional[str] = None,
-                 seed: int = 0, checkpoint: Any = None
-                 ) -> learners.LearnerHost:
-  """The learner node: `R2D2Learner` in a `LearnerHost`. With `logdir`:
-  metrics and checkpoints there."""
-  return learners.LearnerHost(
-      R2D2Learner(config, spec, r2d2_networks.make_network, replay, table,
-                  seed=seed),
-      counter=counter, checkpoint=checkpoint,
-      logdir=os.path.join(logdir, 'learner') if logdir else None,
-      checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None)
+make_learner = functools.partial(prioritized.make_learner, R2D2Learner,
+                                 r2d2_networks.make_network)

@@ -13,7 +13,6 @@ from repertory.agents.r2d2 import learning
 from repertory.agents.r2d2 import networks
 from repertory.components import adders
 from repertory.components.replay import program as replay_program
-from repertory.components.replay import tables
 
 TABLE = replay_program.TABLE
 
@@ -37,17 +36,7 @@ def make_tables(config: config_lib.Config, spec: Any):
           'hidden': np.zeros((config.lstm_size,), np.float32),
           'cell': np.zeros((config.lstm_size,), np.float32)},
       end_of_episode_behavior=adders.EndBehavior.CONTINUE)
-  return [tables.prioritized_replay_table(
-      TABLE,
-      max_size=config.replay_size,
-      priority_exponent=config.priority_exponent,
-      signature=signature,
-      min_size_to_sample=config.min_replay_size,
-      samples_per_insert=config.samples_per_insert,
-      error_buffer=tables.error_buffer_for(
-          config.samples_per_insert, config.min_replay_size,
-          config.samples_per_insert_tolerance, config.batch_size),
-      batch_size=config.batch_size)]
+  return [replay_program.prioritized_table(config, signature)]
 
 
 def make_program(config: config_lib.Config,

@@ -39,11 +39,11 @@ class VTrace(learners.Algorithm):
 
   def __init__(self, config: config_lib.ActorCriticConfig, spec: Any,
                replay: Any, table: str, seed: int = 0):
-    tf.random.set_seed(seed)
     self._config, self._replay, self._table = config, replay, table
     self._spec = spec
-    self.network = networks_lib.make_network(config, spec.observations,
-                                             spec.actions)
+    with networks.seeded(seed):
+      self.network = networks_lib.make_network(config, spec.observations,
+                                               spec.actions)
     self._recurrent = networks_lib.is_recurrent(self.network)
     self.optimizer = snt.optimizers.Adam(config.learning_rate,
                                          epsilon=config.adam_epsilon)

@@ -11,7 +11,6 @@ from dm_env import specs
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from repertory.components.actor_critic import config as config_lib
 from repertory.components import networks

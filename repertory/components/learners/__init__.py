@@ -6,7 +6,7 @@ from repertory.components.learners.fault_tolerance import FaultTolerance
 from repertory.components.learners.finite import all_finite
 from repertory.components.learners.finite import apply_if_finite
 from repertory.components.learners.finite import create_optimizer_state
-from repertory.components.learners.host import Algorithm
+from repertory.components.learners.algorithm import Algorithm
+from repertory.components.learners.algorithm import Update
 from repertory.components.learners.host import LearnerHost
-from repertory.components.learners.host import Update
 from repertory.components.learners.host_results import HostResults

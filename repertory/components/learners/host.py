@@ -7,21 +7,12 @@ checkpoints (`FaultTolerance` + `ModelStore`), rolls back after non-finite
 updates, exports a policy snapshot when the program stops, counts through a
 child `Counter` and logs.
 
-    class MyAlgorithm(learners.Algorithm):
-      def step(self, version):             # one update; None: no data yet
-        ...
-        return learners.Update(metrics={'losses/total': loss},
-                               counts={'learner_steps': 1})
-      def policy_variables(self):          # what actors fetch
-        return {'policy': networks.get_variables(self.network)}
-      def save(self):                      # the trackables to checkpoint
-        return {'network': self.network, 'optimizer': self.optimizer}
-
     learner = LearnerHost(MyAlgorithm(...), counter=counter, logdir=logdir,
                           checkpoint=experiment.checkpoint,
                           checkpoint_dir=logdir + '/checkpoints')
     learner.run()     # until the program stops; get_variables meanwhile
 
+The algorithm's side is `algorithm.py`; docs/protocols.md has both.
 `step(version)` gets the version the store serves (the behaviour policy's
 version is compared with it for the policy lag) and returns within about a
 second when no data comes, so that the host notices a stop.
@@ -29,7 +20,7 @@ second when no data comes, so that the host notices a stop.
 
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from absl import logging
 
@@ -38,69 +29,10 @@ from repertory import launch
 from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components.learners import fault_tolerance
+from repertory.components.learners.algorithm import Algorithm
+from repertory.components.learners.algorithm import Update
 from repertory.components.model_store import store as store_lib
 from repertory.components.variables import store as variables_lib
-
-
-class Update(NamedTuple):
-  """What one algorithm step returns to its host.
-
-  Attributes:
-    metrics: logged as they are (namespaced keys: 'losses/...', 'charts/...').
-    counts: added to the run's counter ('learner_steps', 'policy_lag_sum',
-      'policy_lag_items', 'dropped_stale' are read by the monitor).
-    applied: True if new weights came out of the step (they are published);
-      False if an update was attempted and was not finite (the host counts it
-      and rolls back after `max_bad_updates` in a row); None if no update was
-      attempted (e.g. every item was too stale).
-    variables: the groups to publish when `applied`, if the step already has
-      them as numpy (None: the host calls `policy_variables()`).
-    publish: False keeps an applied update's weights unpublished for now
-      (R2D2 publishes every `learner_steps_per_publish` steps).
-  """
-  metrics: Mapping[str, Any]
-  counts: Mapping[str, float] = {}
-  applied: Optional[bool] = True
-  variables: Optional[Mapping[str, core.Nest]] = None
-  publish: bool = True
-
-
-class Algorithm(core.Saveable):
-  """The part of a learner that is the agent's own."""
-
-  def fetch(self, version: int) -> Optional[tuple]:  # pylint: disable=unused-argument
-    """Waits for the next step's data (e.g. a batch) outside the host's
-    lock, so a stop is never held up by it; returns the arguments for
-    `step` after the version, or None if none came (within ~1 s). The
-    default, (), lets `step` read its data itself."""
-    return ()
-
-  def step(self, version: int, *data: Any) -> Optional[Update]:
-    """One update at policy `version` (on `data` when actors push it);
-    None if no data came (within ~1 s)."""
-    raise NotImplementedError
-
-  def policy_variables(self) -> Mapping[str, core.Nest]:
-    """The variable groups actors read, as numpy: {'policy': weights}."""
-    raise NotImplementedError
-
-  def save(self) -> Mapping[str, Any]:
-    """The trackables to checkpoint by name (networks, optimizers)."""
-    raise NotImplementedError
-
-  def restore(self, state: Any) -> None:
-    """Checkpoints restore into `save()`'s trackables in place."""
-
-  def export_snapshot(self, path: str) -> str:  # pylint: disable=unused-argument
-    """Exports the greedy policy as a SavedModel; returns its path."""
-    raise NotImplementedError(f'{type(self).__name__} exports no snapshot.')
-
-  def flush(self) -> None:
-    """Waits until the algorithm's asynchronous writes (e.g. priorities)
-    reached their destination."""
-
-  def close(self) -> None:
-    """Called once when the host's `run()` ends."""
 
 
 class LearnerHost(core.Learner):
@@ -135,8 +67,7 @@ class LearnerHost(core.Learner):
                snapshot_dir: Optional[str] = None,
                log_every: int = 1, count_every_seconds: float = 1.0,
                train: bool = True, pull: bool = True,
-               one_version_per_step: bool = False,
-               make_logger: Optional[Callable[..., Any]] = None):
+               one_version_per_step: bool = False):
     if not isinstance(log_every, int) or log_every < 1:
       raise ValueError(f'log_every must be a positive int, got {log_every!r}.')
     self._algorithm = algorithm
@@ -145,10 +76,8 @@ class LearnerHost(core.Learner):
     self._store = variables_lib.VariableStore(algorithm.policy_variables())
     self._counter = (counting.Counter(counter, time_delta=count_every_seconds)
                      if counter is not None else None)
-    if make_logger is None:
-      from repertory.components import loggers  # pylint: disable=g-import-not-at-top
-      make_logger = loggers.make_logger
-    self._logger = make_logger('learner', logdir=logdir)
+    from repertory.components import loggers  # pylint: disable=g-import-not-at-top
+    self._logger = loggers.make_logger('learner', logdir=logdir)
     self._log_every = log_every
     self._steps = 0
     self._last_log = (time.monotonic(), 0)

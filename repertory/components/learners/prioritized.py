@@ -14,13 +14,16 @@ where `metrics` holds 'applied' (`learners.apply_if_finite`). Run it in a
 
 from typing import Any, Callable, Dict, Optional
 
+import os
+
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
 from repertory.components.learners import finite
-from repertory.components.learners import host
+from repertory.components.learners import algorithm as host
 from repertory.components.learners import target as target_lib
+from repertory.components.networks import seeding
 from repertory.components.networks import variables as network_variables
 
 
@@ -46,9 +49,9 @@ class PrioritizedReplay(host.Algorithm):
     from repertory.components.replay import priorities as replay_priorities
     # pylint: enable=g-import-not-at-top
     self._config = config
-    tf.random.set_seed(seed)
-    self._online = make_network(spec, config)
-    self._target = make_network(spec, config)
+    with seeding.seeded(seed):
+      self._online = make_network(spec, config)
+      self._target = make_network(spec, config)
     self._online_vars = list(self._online.trainable_variables)
     self._target_updates = target_lib.TargetUpdater(
         self._online_vars, self._target.trainable_variables,
@@ -108,3 +111,19 @@ class PrioritizedReplay(host.Algorithm):
 
   def close(self) -> None:
     self._priorities.close()
+
+
+def make_learner(algorithm: Callable[..., PrioritizedReplay],
+                 make_network: Callable[[Any, Any], Any], config: Any,
+                 spec: Any, replay: Any, table: str, counter: Any = None,
+                 logdir: Optional[str] = None, seed: int = 0,
+                 checkpoint: Any = None) -> Any:
+  """The learner node of a replay agent: `algorithm(config, spec,
+  make_network, replay, table, seed=seed)` in a `LearnerHost`; with
+  `logdir`, metrics and checkpoints there (use with functools.partial)."""
+  from repertory.components.learners import host  # pylint: disable=g-import-not-at-top
+  return host.LearnerHost(
+      algorithm(config, spec, make_network, replay, table, seed=seed),
+      counter=counter, checkpoint=checkpoint,
+      logdir=os.path.join(logdir, 'learner') if logdir else None,
+      checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None)

@@ -13,6 +13,25 @@ from repertory.components import replay as replay_lib
 TABLE = 'priority_table'
 
 
+def prioritized_table(config: Any, signature: Any) -> Any:
+  """The prioritized table of `signature` items (FIFO removal,
+  SampleToInsertRatio) from a replay agent's config (replay_size,
+  priority_exponent, min_replay_size, samples_per_insert,
+  samples_per_insert_tolerance, batch_size)."""
+  from repertory.components.replay import tables  # pylint: disable=g-import-not-at-top
+  return tables.prioritized_replay_table(
+      TABLE,
+      max_size=config.replay_size,
+      priority_exponent=config.priority_exponent,
+      signature=signature,
+      min_size_to_sample=config.min_replay_size,
+      samples_per_insert=config.samples_per_insert,
+      error_buffer=tables.error_buffer_for(
+          config.samples_per_insert, config.min_replay_size,
+          config.samples_per_insert_tolerance, config.batch_size),
+      batch_size=config.batch_size)
+
+
 def make_replay_program(name: str, config: Any,
                         experiment: experiment_lib.ExperimentConfig,
                         spec: Any,
