@@ -293,7 +293,7 @@ class SequenceAdder(StepAdder):
         self._padding = False
       self._create_item(self._item(length))
     # No writer.end_episode(): it blocks until the server confirms every item
-    # (~1 ms); items only reference this episode's steps anyway.
+    # (a round trip); items only reference this episode's steps anyway.
     self._stream_steps = 0
 
   def _zero_observation(self):
