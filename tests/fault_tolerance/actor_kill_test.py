@@ -3,7 +3,6 @@ restarted, writes again, and the learner keeps stepping on whole unrolls."""
 
 import os
 import signal
-import time
 from typing import List
 
 import psutil
@@ -11,6 +10,7 @@ import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import impala
 from repertory.components import checkpointing
 
@@ -31,14 +31,8 @@ def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
 
 
 def wait_for(predicate, what: str, timeout: float, period: float = 0.5):
-  """Polls `predicate` until it returns something true; returns that."""
-  deadline = time.monotonic() + timeout
-  while True:
-    value = predicate()
-    if value:
-      return value
-    assert time.monotonic() < deadline, f'waited {timeout:.0f} s for {what}'
-    time.sleep(period)
+  return testing.wait_until(predicate, what, timeout=timeout,
+                            interval=period)
 
 
 def _inserts(replay) -> int:

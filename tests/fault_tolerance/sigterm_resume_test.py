@@ -6,7 +6,6 @@ import csv
 import os
 import re
 import signal
-import time
 from typing import List
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import reverb
 import tensorflow as tf
 
 from repertory import experiment as experiment_lib
+from repertory import testing
 from repertory.agents import impala
 from repertory.components.actor_critic import tables as program_lib
 from repertory.components import replay as replay_lib
@@ -38,14 +38,8 @@ def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
 
 
 def wait_for(predicate, what: str, timeout: float, period: float = 0.5):
-  """Polls `predicate` until it returns something true; returns that."""
-  deadline = time.monotonic() + timeout
-  while True:
-    value = predicate()
-    if value:
-      return value
-    assert time.monotonic() < deadline, f'waited {timeout:.0f} s for {what}'
-    time.sleep(period)
+  return testing.wait_until(predicate, what, timeout=timeout,
+                            interval=period)
 
 
 def _latest(logdir):

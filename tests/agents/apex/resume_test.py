@@ -3,7 +3,6 @@ same logdir continues the learner's step, version and weights, the counts,
 and the replay table from its Reverb checkpoint."""
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import tree
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import apex
 from repertory.agents import r2d2
 from repertory.agents.apex import program as apex_program
@@ -60,12 +60,13 @@ def _table_size(replay):
 
 
 def _wait_for_count(counter, name, value, timeout_s=60):
-  deadline = time.monotonic() + timeout_s
-  counts = counter.get_counts()
-  while counts.get(name) != value and time.monotonic() < deadline:
-    time.sleep(0.1)
-    counts = counter.get_counts()
-  return counts
+  try:
+    return testing.wait_until(
+        lambda: (lambda c: c if c.get(name) == value else None)(
+            counter.get_counts()), f'{name} == {value}', timeout=timeout_s,
+        interval=0.1)
+  except AssertionError:
+    return counter.get_counts()  # The caller's assert says what differs.
 
 
 @pytest.mark.parametrize('agent', sorted(AGENTS))

@@ -4,17 +4,15 @@ import time
 
 import numpy as np
 import pytest
-import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
-from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.agents.ppo import program as program_lib
 from repertory.agents.ppo import rounds
-from repertory.components import checkpointing
 
 CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
@@ -40,10 +38,9 @@ def test_config_derived_sizes():
 @pytest.fixture
 def queue_server():
   config = ppo.Config(**TINY)
-  server = reverb.Server(program_lib.make_tables(config, CATCH, 2, 2),
-                         port=None)
-  yield config, reverb.Client(f'localhost:{server.port}')
-  server.stop()
+  with testing.reverb_server(
+      program_lib.make_tables(config, CATCH, 2, 2)) as client:
+    yield config, client
 
 
 def _learner(config, client, num_actors=2):

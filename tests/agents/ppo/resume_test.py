@@ -7,16 +7,15 @@ import os
 
 import numpy as np
 import pytest
-import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
 from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.agents.ppo import program as program_lib
-from repertory.agents.ppo import rounds
 from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import model_store
@@ -78,10 +77,9 @@ def test_second_launch_continues_rounds_version_and_counts(tmp_path):
 @pytest.fixture
 def queue_server():
   config = ppo.Config(**TINY)
-  server = reverb.Server(program_lib.make_tables(config, CATCH, 1, 2),
-                         port=None)
-  yield config, reverb.Client(f'localhost:{server.port}')
-  server.stop()
+  with testing.reverb_server(
+      program_lib.make_tables(config, CATCH, 1, 2)) as client:
+    yield config, client
 
 
 def _learner(config, client, checkpoint_dir):
