@@ -210,8 +210,9 @@ class LearnerHost(core.Learner):
                  else self._algorithm.policy_variables)
     publish = lambda: self._store.publish(  # pylint: disable=g-long-lambda
         variables() if callable(variables) else variables)
-    if update.applied and update.publish:
-      publish()
+    if update.applied:
+      if update.publish:
+        publish()
     elif update.applied is not None:
       self._nonfinite += 1
       if self._guard is None:

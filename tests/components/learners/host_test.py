@@ -86,6 +86,23 @@ def test_one_version_per_step_publishes_a_skipped_update():
   assert host.version == 1  # Unchanged weights, next version.
 
 
+class EveryOther(Linear):
+  """Publishes every other applied update (R2D2's steps_per_publish)."""
+
+  steps = 0
+
+  def step(self, version, x=None):
+    self.steps += 1
+    return super().step(version, x)._replace(publish=self.steps % 2 == 0)
+
+
+def test_an_unpublished_update_is_not_counted_as_skipped():
+  host = learners.LearnerHost(EveryOther())
+  metrics = [host.step() for _ in range(4)]
+  assert host.version == 2
+  assert metrics[-1]['learner/nonfinite_updates'] == 0
+
+
 def test_push_mode_updates_on_the_callers_data():
   host = learners.LearnerHost(Linear(), pull=False)
   assert host.step() == host.status()  # No data of its own.
