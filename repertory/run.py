@@ -38,6 +38,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
+from repertory.components import checkpointing
 
 _AGENT = flags.DEFINE_string('agent', 'impala',
                              f'One of: {", ".join(sorted(agents.AGENTS))}.')
@@ -96,7 +97,7 @@ def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
   if not os.path.exists(path):
     return False
   with open(path) as f:
-    old = json.load(f)
+    old = checkpointing.upgrade_saved_config(json.load(f))
   new = json.loads(json.dumps(saved, default=str))
   differences = config_differences(old, new)
   if differences:
@@ -167,6 +168,8 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   logdir = _LOGDIR.value or os.path.join(
       'runs', f'{_AGENT.value}-{_ENV.value.replace(":", "_").replace("/", "_")}'
       f'-{time.strftime("%Y%m%d-%H%M%S")}')
+  config_overrides, checkpoint_overrides = checkpointing.split_overrides(
+      config_overrides)
   experiment = experiment_lib.ExperimentConfig(
       agent=_AGENT.value,
       env=_ENV.value,
@@ -177,7 +180,10 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
       eval_episodes=_EVAL_EPISODES.value,
       seed=_SEED.value,
       logdir=os.path.abspath(logdir),
-      launch_type=launch_type)
+      launch_type=launch_type,
+      checkpoint=overrides_lib.apply(checkpointing.CheckpointSettings(),
+                                     checkpoint_overrides,
+                                     owner='the checkpoint settings'))
   config = overrides_lib.apply(agent.Config(), config_overrides,
                                owner=f'agent {_AGENT.value!r}')
   program = agent.make_program(config, experiment)
