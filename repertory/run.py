@@ -31,6 +31,7 @@ from repertory import agents
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
+from repertory.remote import flags as remote_flags
 
 _AGENT = flags.DEFINE_string('agent', 'impala',
                              f'One of: {", ".join(sorted(agents.AGENTS))}.')
@@ -173,7 +174,8 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
       launch_type=launch_type)
   config = overrides_lib.apply(agent.Config(), config_overrides,
                                owner=f'agent {_AGENT.value!r}')
-  program = agent.make_program(config, experiment)
+  program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
+      _AGENT.value, _ENV.value))  # --env=remote:<spec>: docs/remote.md
   return config, experiment, program
 
 
