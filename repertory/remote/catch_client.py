@@ -61,6 +61,8 @@ class Stats:
     self.latencies: List[float] = []
     self.actions = 0
     self.interrupted = 0
+    self.server_ids: List[str] = []
+    self.episodes_at_connect = 0
 
   def summary(self, client: client_lib.Client, seconds: float) -> dict:
     latencies = np.asarray(self.latencies) * 1000.0
@@ -76,19 +78,32 @@ class Stats:
                            if len(latencies) else None),
         'interrupted_episodes': self.interrupted,
         'connects': client.num_connects,
+        'server_ids': self.server_ids,
+        'episodes_since_last_connect': (len(self.returns) -
+                                        self.episodes_at_connect),
     }
 
 
 def play(client: client_lib.Client, game: Catch, stats: Stats,
          deadline: float, max_episodes: int, hold_after: int,
-         logged: bool) -> None:
-  """Plays episodes until the deadline or the episode budget."""
+         logged: bool, until_connects: int = 0, episodes_after: int = 0
+         ) -> None:
+  """Plays episodes until the deadline or the episode budget (or, with
+  `until_connects`, until that many connections were made and
+  `episodes_after` episodes were played on the last one)."""
   while time.monotonic() < deadline:
     with stats.lock:
       if max_episodes and len(stats.returns) >= max_episodes:
         return
+      if (until_connects and client.num_connects >= until_connects and
+          len(stats.returns) - stats.episodes_at_connect >= episodes_after):
+        return
     try:
       episode = client.episode()
+      with stats.lock:
+        if client.server_id not in stats.server_ids:
+          stats.server_ids.append(client.server_id)
+          stats.episodes_at_connect = len(stats.returns)
       observation = game.reset()
       start = time.perf_counter()
       if logged:
@@ -157,6 +172,12 @@ def main(argv=None) -> None:
   parser.add_argument('--logged', action='store_true',
                       help='act randomly and send the actions as logged')
   parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--until_connects', type=int, default=0,
+                      help='stop once this many connections were made and '
+                      '--episodes_after episodes played on the last')
+  parser.add_argument('--episodes_after', type=int, default=10)
+  parser.add_argument('--latency_file', default='',
+                      help='write every action latency (s) there (.npy)')
   args = parser.parse_args(argv)
   address = args.address or wait_for_address(args.address_file, 300.0)
   token = args.token
@@ -172,12 +193,15 @@ def main(argv=None) -> None:
   threads = [threading.Thread(
       target=play, args=(client, Catch(args.seed * 1000 + i), stats, deadline,
                          args.episodes, args.hold_after if i == 0 else 0,
-                         args.logged))
+                         args.logged, args.until_connects,
+                         args.episodes_after))
              for i in range(args.threads)]
   for thread in threads:
     thread.start()
   for thread in threads:
     thread.join()
+  if args.latency_file:
+    np.save(args.latency_file, np.asarray(stats.latencies))
   print(json.dumps(stats.summary(client, time.monotonic() - start)),
         flush=True)
   client.close()
