@@ -16,6 +16,8 @@ INSTALL_REQUIRES = [
     'cloudpickle',
     'psutil',
     'msgpack>=1.0',  # launch.codec: the channel's wire format (no pickle).
+    'grpcio>=1.60',  # repertory.remote (already pulled in by TF and Ray)
+    'protobuf>=4.25,<5',  # the runtime of repertory/remote/*_pb2.py
 ]
 
 EXTRAS_REQUIRE = {
@@ -33,6 +35,7 @@ setuptools.setup(
     description='Distributed reinforcement learning from small reusable '
     'components, in the style of Acme, Reverb and Launchpad.',
     packages=setuptools.find_packages(include=['repertory', 'repertory.*']),
+    package_data={'repertory.remote': ['environment.proto']},
     python_requires='>=3.9,<3.12',  # dm-reverb 0.14 wheels: CPython 3.9-3.11.
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -39,6 +39,7 @@ from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
 from repertory.components import checkpointing
+from repertory.remote import flags as remote_flags
 
 _AGENT = flags.DEFINE_string('agent', 'impala',
                              f'One of: {", ".join(sorted(agents.AGENTS))}.')
@@ -186,7 +187,8 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
                                      owner='the checkpoint settings'))
   config = overrides_lib.apply(agent.Config(), config_overrides,
                                owner=f'agent {_AGENT.value!r}')
-  program = agent.make_program(config, experiment)
+  program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
+      _AGENT.value, _ENV.value))  # --env=remote:<spec>: docs/remote.md
   return config, experiment, program
 
 

@@ -26,13 +26,14 @@ from repertory.agents.seed import acting
 from repertory.agents.seed import config as config_lib
 from repertory.components import inference
 from repertory.components.actor_critic import tables
+from repertory.remote import program as remote_lib
 
 TABLE = tables.TABLE
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig,
+                 remote_options=None) -> launch.Program:
   """Builds SEED's program: replay, counter, learner + servers, monitor,
   environment-only actors."""
   # pylint: disable=g-import-not-at-top
@@ -59,7 +60,8 @@ def make_program(config: config_lib.Config,
       logdir=experiment.logdir, seed=experiment.seed,
       checkpoint=experiment.checkpoint)
   learner = learner_node.create_handle()
-  num_servers = config.num_inference_servers
+  remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
+  num_servers = 0 if remote else config.num_inference_servers
   actors_per_server = [len(range(s, experiment.num_actors, num_servers))
                        for s in range(num_servers)]
   server_nodes = [
@@ -96,6 +98,15 @@ def make_program(config: config_lib.Config,
       program, experiment, counter, learner,
       functools.partial(eval_acting.make_eval_actor, config, spec),
       replay=replay)
+  if remote:  # The remote environment service replaces servers and actors.
+    remote_lib.add_service(
+        program, experiment.logdir, remote_options, functools.partial(
+            seed_networks.make_policy, config, spec,
+            seed=experiment.seed), learner, replay, TABLE, spec.observations,
+        spec.actions, config.unroll_length, config.variable_update_period,
+        {'logits': np.zeros((num_actions,), np.float32)},
+        networks_lib.state_spec(config), counter, monitor, experiment.seed)
+    return program
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(
