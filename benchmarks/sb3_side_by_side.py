@@ -73,6 +73,9 @@ _CURVES = flags.DEFINE_string('curves_dir', '', 'If set, copy each run\'s '
 _SB3_CHILD = flags.DEFINE_string('sb3_child', '', 'Internal: run SB3 PPO '
                                  'with this logdir.')
 _SEED = flags.DEFINE_integer('seed', 0, 'Internal: the SB3 child\'s seed.')
+_SB3_STEPS = flags.DEFINE_integer('sb3_timesteps', 100_000, 'SB3\'s budget '
+                                  '(rl-zoo: 1e5; its schedules anneal over '
+                                  'it).')
 
 _CARTPOLE = ['--env=gym:CartPole-v1', '--stop_at_return=never',
              '--max_actor_steps=100000000', '--eval_episodes=1']
@@ -103,11 +106,20 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
 
 def sb3_child(logdir: str, seed: int) -> None:
   """SB3 PPO with rl-zoo's CartPole-v1 hyperparameters (hyperparams/ppo.yml)."""
+  # SB3's logger imports tensorboard, which imports TensorFlow when it is
+  # installed (it is here, for repertory): 8 CPU-seconds that a user's SB3
+  # environment does not pay. Hide it, as in an SB3-only environment.
+  sys.modules['tensorflow'] = None
   # pylint: disable=g-import-not-at-top
   from stable_baselines3 import PPO
   from stable_baselines3.common.callbacks import BaseCallback
   from stable_baselines3.common.env_util import make_vec_env
+  import torch
   # pylint: enable=g-import-not-at-top
+  # One intra-op thread: with torch's default (one per core) SB3 ran at
+  # ~60 steps/s instead of thousands while other processes shared the two
+  # cores (OpenMP threads spin); repertory's actors limit TF threads alike.
+  torch.set_num_threads(1)
   os.makedirs(logdir, exist_ok=True)
   episodes = open(os.path.join(logdir, 'episodes.csv'), 'w')  # pylint: disable=consider-using-with
   episodes.write('time,return,length\n')
@@ -139,7 +151,7 @@ def sb3_child(logdir: str, seed: int) -> None:
               gamma=0.98, n_epochs=20, ent_coef=0.0,
               learning_rate=linear(1e-3), clip_range=linear(0.2), seed=seed,
               device='cpu', verbose=0)
-  model.learn(total_timesteps=100_000, callback=Recorder())
+  model.learn(total_timesteps=_SB3_STEPS.value, callback=Recorder())
   episodes.close()
 
 
@@ -226,7 +238,8 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
   logdir = tempfile.mkdtemp(prefix=f'side_by_side_{runner}_{seed}_')
   if runner == 'sb3':
     command = [sys.executable, os.path.abspath(__file__),
-               f'--sb3_child={logdir}', f'--seed={seed}']
+               f'--sb3_child={logdir}', f'--seed={seed}',
+               f'--sb3_timesteps={_SB3_STEPS.value}']
   else:
     command = repertory_command(runner, seed, logdir)
   load_before = open('/proc/loadavg').read().split()[:3]
