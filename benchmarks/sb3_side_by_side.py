@@ -69,6 +69,12 @@ _EVERY = flags.DEFINE_float('every', 0.5, 'Sampling period, seconds.')
 _KEEP = flags.DEFINE_bool('keep_logdirs', False, 'Keep each run\'s logdir.')
 _CURVES = flags.DEFINE_string('curves_dir', '', 'If set, copy each run\'s '
                               'episodes.csv there as <runner>_<seed>.csv.')
+_PLOT_FROM = flags.DEFINE_string('plot_from', '', 'Only draw the curves '
+                                 'saved in this --curves_dir to --figure.')
+_FIGURE = flags.DEFINE_string('figure', 'benchmarks/figures/'
+                              'cartpole_sb3_side_by_side.png', 'PNG path.')
+_PLOT_RUNS = flags.DEFINE_list('plot_runs', ['sb3', 'ppo_sb3', 'ppo'],
+                               'Runners drawn by --plot_from.')
 # Internal: the SB3 child process.
 _SB3_CHILD = flags.DEFINE_string('sb3_child', '', 'Internal: run SB3 PPO '
                                  'with this logdir.')
@@ -334,8 +340,43 @@ def print_table(results: List[Dict[str, Any]]) -> None:
     print('| ' + ' | '.join(cells) + ' |')
 
 
+def plot_curves(curves_dir: str, figure: str, runners: List[str]) -> None:
+  """20-episode mean training return against env steps, every seed."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(8, 4.5))
+  colors = dict(zip(runners, plt.rcParams['axes.prop_cycle'].by_key()['color']))
+  for runner in runners:
+    paths = sorted(glob.glob(os.path.join(curves_dir, f'{runner}_*.csv')))
+    paths = [p for p in paths if os.path.basename(p)[len(runner) + 1:-4]
+             .isdigit()]
+    for i, path in enumerate(paths):
+      rows = _read_episodes(path)
+      returns = np.array([r for _, r, _ in rows])
+      steps = np.cumsum([n for _, _, n in rows])
+      if len(returns) < _WINDOW.value:
+        continue
+      kernel = np.ones(_WINDOW.value) / _WINDOW.value
+      mean = np.convolve(returns, kernel, mode='valid')
+      ax.plot(steps[_WINDOW.value - 1:], mean, color=colors[runner],
+              alpha=0.8, lw=1, label=runner if i == 0 else None)
+  ax.axhline(_SOLVED.value, color='gray', ls='--', lw=0.8)
+  ax.set_xlabel('environment steps (finished episodes)')
+  ax.set_ylabel(f'mean training return, last {_WINDOW.value} episodes')
+  ax.set_title('CartPole-v1: SB3 PPO (rl-zoo) and repertory PPO, each seed')
+  ax.legend()
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(figure)), exist_ok=True)
+  fig.savefig(figure, dpi=100)
+  print('wrote', figure)
+
+
 def main(argv):
   del argv
+  if _PLOT_FROM.value:
+    plot_curves(_PLOT_FROM.value, _FIGURE.value, _PLOT_RUNS.value)
+    return
   if _SB3_CHILD.value:
     sb3_child(_SB3_CHILD.value, _SEED.value)
     return
