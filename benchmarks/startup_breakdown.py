@@ -16,7 +16,8 @@ first `learner.csv` row (its first update) appears, records:
   built) and `[repertory.launch] ...` (after `ray.init`);
 - for every process of the tree: when it appeared, its node (the log file
   its stdout goes to, `<logdir>/nodes/<unit>.log`, or its command), whether
-  TensorFlow is loaded in it (`libtensorflow_framework` mapped), and its CPU
+  TensorFlow is loaded in it (`libtensorflow_framework` mapped: the time it
+  was first seen is when its import began), and its CPU
   seconds when the first update happened;
 - when each node's log file was created (the node's construction starts).
 
