@@ -34,7 +34,6 @@ repertory never imports it.
 """
 
 import collections
-import csv
 import glob
 import json
 import os
