@@ -1,9 +1,25 @@
-"""Install repertory: `pip install -e '.[test]'` (see README.md)."""
+"""Install repertory: `pip install -e '.[test]'` (see README.md).
+
+GPU learners: `REPERTORY_TF=cuda pip install -e '.[gpu]'` installs
+TensorFlow with CUDA (`tensorflow[and-cuda]`) instead of `tensorflow-cpu`
+(docs/performance.md). Both wheels provide the `tensorflow` package: never
+install the two into one environment (without `REPERTORY_TF=cuda` the `gpu`
+extra installs nothing, so the CUDA wheel never lands beside the CPU one).
+"""
+
+import os
+import sys
 
 import setuptools
 
+# 'cpu' (default) or 'cuda': which TensorFlow wheel the install brings.
+_TF = os.environ.get('REPERTORY_TF', 'cpu')
+if _TF not in ('cpu', 'cuda'):
+  sys.exit(f'setup.py: REPERTORY_TF={_TF!r}; choose cpu or cuda.')
+_TF_VERSION = '~=2.15.1'  # Reverb 0.14 is built against TF 2.15.
+
 INSTALL_REQUIRES = [
-    'tensorflow-cpu~=2.15.1',  # Reverb 0.14 is built against TF 2.15.
+    ('tensorflow-cpu' if _TF == 'cpu' else 'tensorflow') + _TF_VERSION,
     'dm-reverb==0.14.0',
     'dm-sonnet==2.0.2',
     'dm-env>=1.6',
@@ -24,7 +40,17 @@ EXTRAS_REQUIRE = {
     'envs': ['bsuite==0.3.6', 'gymnasium==1.4.0', 'minatar==1.0.15'],
     'envpool': ['envpool==1.2.5'],
     'plot': ['matplotlib'],
+    # Side-by-side benchmarks only (benchmarks/sb3_side_by_side.py); never
+    # imported by repertory.
+    'bench': ['stable-baselines3==2.9.2'],
 }
+if _TF == 'cuda':
+  EXTRAS_REQUIRE['gpu'] = ['tensorflow[and-cuda]' + _TF_VERSION]
+else:
+  # Without REPERTORY_TF=cuda the extra is empty (its marker never holds):
+  # the CUDA wheel must not be installed beside tensorflow-cpu.
+  EXTRAS_REQUIRE['gpu'] = [
+      'tensorflow[and-cuda]' + _TF_VERSION + '; python_version < "0"']
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +
         ['pytest', 'pytest-xdist', 'pytest-timeout']))
