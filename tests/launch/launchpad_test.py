@@ -8,7 +8,6 @@ The multi-process ones are in launchpad_mp_test.py.
 """
 
 import datetime
-import sys
 import threading
 import time
 
@@ -235,7 +234,8 @@ class CourierNodeTest(parameterized.TestCase):
     self.assertEqual(client(), 'called')
     self.assertEqual(client.futures.ping().result(), 'pong')
     self.assertEqual(client.futures().result(), 'called')
-    self.assertNotIn('tensorflow', sys.modules)
+    # (That a courier program needs no TensorFlow is import_test's check, in a
+    # fresh interpreter: another test in this process may have imported it.)
 
   def test_courier_kwargs_are_not_passed_to_the_constructor(self):
     program = lp.Program('test')
