@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Union
 from repertory import core
 from repertory import launch
 from repertory.components import counting
+from repertory.components import evaluation
 from repertory.components.evaluation import monitor as monitor_lib
 
 # The return at which an environment counts as solved (`--stop_at_return=auto`).
@@ -39,9 +40,15 @@ class ExperimentConfig:
     num_actors: actor nodes.
     envs_per_actor: environments each actor steps per policy call.
     max_actor_steps: the run stops once actors took this many steps.
-    stop_at_return: stop earlier once the mean return of the last 100
-      training episodes reaches this (None: run the whole budget).
-    eval_episodes: evaluation episodes played with the final weights.
+    stop_at_return: stop earlier once the judged return reaches this (None:
+      run the whole budget): the latest periodic evaluation's mean return
+      when evaluation is on (`eval_every_steps` or `eval_every_seconds`),
+      else the mean return of the last 100 training episodes.
+    eval_episodes: evaluation episodes played with the final weights and at
+      each periodic evaluation.
+    eval_every_steps: a greedy evaluation of the learner's weights every
+      this many actor steps, by an evaluator node (0: not by steps).
+    eval_every_seconds: ... and/or every this many seconds (0: not by time).
     seed: base seed; actor i's environment j gets a seed derived from it.
     logdir: where logs, checkpoints and results.json go.
     launch_type: recorded in results.json.
@@ -54,6 +61,8 @@ class ExperimentConfig:
   max_actor_steps: int = 1_000_000
   stop_at_return: Optional[float] = None
   eval_episodes: int = 20
+  eval_every_steps: int = 20_000
+  eval_every_seconds: float = 0.0
   seed: int = 0
   logdir: str = ''
   launch_type: str = 'local_mt'
@@ -64,9 +73,17 @@ class ExperimentConfig:
                  'eval_episodes'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
+    if self.eval_every_steps < 0 or self.eval_every_seconds < 0:
+      raise ValueError('eval_every_steps and eval_every_seconds must be >= 0, '
+                       f'got {self.eval_every_steps} and '
+                       f'{self.eval_every_seconds}.')
     if not self.logdir:
       stamp = time.strftime('%Y%m%d-%H%M%S')
       self.logdir = os.path.join('runs', f'{self.agent}-{stamp}')
+
+  @property
+  def evaluates_periodically(self) -> bool:
+    return bool(self.eval_every_steps or self.eval_every_seconds)
 
   def actor_seed(self, actor_id: int) -> int:
     """The seed of actor `actor_id`'s first environment (the rest follow)."""
@@ -111,7 +128,9 @@ def add_monitor(program: launch.Program,
                 variable_source: Any,
                 make_eval_actor: Callable[[Any], core.Actor],
                 replay: Any = None) -> Any:
-  """Adds the run monitor (progress, stopping, final evaluation, results)."""
+  """Adds the run monitor (progress, stopping, final evaluation, results)
+  and, when `experiment` asks for periodic evaluation, the evaluator node
+  (group 'evaluator'). Returns the monitor's handle."""
   from repertory import environments  # pylint: disable=g-import-not-at-top
   make_environment = functools.partial(
       environments.make, experiment.env, seed=experiment.eval_seed)
@@ -124,7 +143,7 @@ def add_monitor(program: launch.Program,
       'seed': experiment.seed,
   }
   with program.group('monitor'):
-    return program.add_node(launch.CourierNode(
+    monitor = program.add_node(launch.CourierNode(
         monitor_lib.RunMonitor,
         counter=counter,
         make_environment=make_environment,
@@ -136,4 +155,14 @@ def add_monitor(program: launch.Program,
         eval_episodes=experiment.eval_episodes,
         metadata=metadata,
         replay=replay,
-        progress_every_seconds=experiment.progress_every_seconds))
+        progress_every_seconds=experiment.progress_every_seconds,
+        judge_evaluation=experiment.evaluates_periodically))
+  if experiment.evaluates_periodically:
+    with program.group('evaluator'):
+      program.add_node(launch.CourierNode(
+          evaluation.PeriodicEvaluator, counter, monitor,
+          make_environment, make_eval_actor, variable_source,
+          num_episodes=experiment.eval_episodes,
+          every_steps=experiment.eval_every_steps,
+          every_seconds=experiment.eval_every_seconds))
+  return monitor
