@@ -40,8 +40,10 @@ class ExperimentConfig:
     num_actors: actor nodes.
     envs_per_actor: environments each actor steps per policy call.
     max_actor_steps: the run stops once actors took this many steps.
-    stop_at_return: stop earlier once the judged return reaches this (None:
-      run the whole budget): the latest periodic evaluation's mean return
+    stop_at_return: stop earlier once the judged return reaches this: a
+      number, 'auto' (the environment's solved return in SOLVED_RETURNS,
+      else never) or 'never' / None (run the whole budget); 'auto' and
+      numbers written as text become a float or None here. Judged: the latest periodic evaluation's mean return
       when evaluation is on (`eval_every_steps` or `eval_every_seconds`),
       else the mean return of the last 100 training episodes.
     eval_episodes: evaluation episodes played with the final weights and at
@@ -59,7 +61,7 @@ class ExperimentConfig:
   num_actors: int = 2
   envs_per_actor: int = 8
   max_actor_steps: int = 1_000_000
-  stop_at_return: Optional[float] = None
+  stop_at_return: Union[float, str, None] = 'auto'
   eval_episodes: int = 20
   eval_every_steps: int = 20_000
   eval_every_seconds: float = 0.0
@@ -73,6 +75,7 @@ class ExperimentConfig:
                  'eval_episodes'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
+    self.stop_at_return = _stop_at_return(self.stop_at_return, self.env)
     if self.eval_every_steps < 0 or self.eval_every_seconds < 0:
       raise ValueError('eval_every_steps and eval_every_seconds must be >= 0, '
                        f'got {self.eval_every_steps} and '
@@ -92,6 +95,21 @@ class ExperimentConfig:
   @property
   def eval_seed(self) -> int:
     return self.seed * 1_000_003 + 999_983
+
+
+def _stop_at_return(value: Union[float, str, None], env: Any
+                    ) -> Optional[float]:
+  if value is None or isinstance(value, (int, float)):
+    return None if value is None else float(value)
+  if value == 'auto':
+    return SOLVED_RETURNS.get(env_name(env))
+  if value == 'never':
+    return None
+  try:
+    return float(value)
+  except ValueError:
+    raise ValueError(f'stop_at_return={value!r}: expected a number, '
+                     "'auto' or 'never'.") from None
 
 
 def env_name(env: Union[str, Callable[..., Any]]) -> str:

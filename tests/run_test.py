@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from repertory import experiment as experiment_lib
 from repertory import run
 
 REQUIRED_RESULTS = ('agent', 'env', 'launch_type', 'num_actors', 'actor_steps',
@@ -46,6 +47,39 @@ def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
   assert last_line.startswith('repertory.run: error: ')
   assert message in last_line
   assert not os.path.exists(logdir)  # Nothing was started or written.
+
+
+def test_help_shows_the_shared_flags_and_the_agents_fields():
+  result = _run('--agent=ppo', '--help', timeout=120)
+  assert result.returncode == 0, result.stderr[-2000:]
+  text = result.stdout
+  for flag in ('--lp_launch_type', '--max_actor_steps', '--eval_every_steps',
+               '--stop_at_return', '--num_actors'):
+    assert f'\n  {flag}: ' in text, flag
+  # One default per setting: the flag's is the dataclass's.
+  assert (f'(default: {experiment_lib.ExperimentConfig.max_actor_steps})'
+          in text)
+  assert "--config.<field> of agent 'ppo':" in text
+  assert '  unroll_length (int, default 32): steps each environment' in text
+  assert 'value_clip_epsilon (Optional[float], default 0.2)' in text
+
+
+def test_a_script_built_on_run_shows_the_same_help():
+  script = os.path.join(os.path.dirname(__file__), '..', 'examples',
+                        'custom_agent.py')
+  result = subprocess.run([sys.executable, script, '--help'],
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert '\n  --lp_launch_type: ' in result.stdout
+  assert "--config.<field> of agent 'a2c':" in result.stdout
+
+
+def test_unknown_flag_is_one_line():
+  result = _run('--max_actor_step=10', timeout=120)
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith('repertory.run: error: ')
+  assert 'max_actor_step' in last_line
 
 
 @pytest.mark.timeout(900)  # A whole run (start-up, TF tracing) in a subprocess.

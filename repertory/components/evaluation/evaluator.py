@@ -111,8 +111,7 @@ class PeriodicEvaluator(core.Worker):
 
   def run(self) -> None:
     stop = launch.stop_event()
-    environment = self._make_environment()
-    actor = self._make_eval_actor(self._variable_source)
+    environment, actor = None, None  # Built at the first evaluation.
     next_steps = self._every_steps
     last_time = time.monotonic()
     try:
@@ -124,6 +123,9 @@ class PeriodicEvaluator(core.Worker):
                    time.monotonic() - last_time >= self._every_seconds)
         if not (by_steps or by_time):
           continue
+        if actor is None:
+          environment = self._make_environment()
+          actor = self._make_eval_actor(self._variable_source)
         actor.update(wait=True)
         result = evaluate(environment, actor, self._num_episodes)
         if stop.is_set():
@@ -138,4 +140,5 @@ class PeriodicEvaluator(core.Worker):
       if not stop.is_set():
         raise  # The learner or monitor going away while stopping is expected.
     finally:
-      environment.close()
+      if environment is not None:
+        environment.close()

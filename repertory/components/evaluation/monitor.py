@@ -237,6 +237,7 @@ class RunMonitor:
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""
     summary = self.summary()
+    self._log_progress(summary)  # Where the run ended.
     logging.info('Evaluating the final weights over %d episodes.',
                  self._eval_episodes)
     actor = self._make_eval_actor(self._variable_source)
