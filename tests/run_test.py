@@ -91,7 +91,8 @@ def test_short_run_writes_results(tmp_path, agent):
                 '--max_actor_steps=300', '--eval_episodes=2',
                 f'--logdir={logdir}', '--config.unroll_length=5',
                 '--config.batch_size=2', '--config.max_queue_size=8',
-                '--config.hidden_sizes=16', timeout=800)
+                '--config.hidden_sizes=16', '--config.clip_rho_threshold=none',
+                timeout=800)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(os.path.join(logdir, 'results.json')) as f:
     results = json.load(f)
@@ -103,4 +104,6 @@ def test_short_run_writes_results(tmp_path, agent):
   assert results['learner_steps'] >= 1
   assert 'actor_steps=' in result.stdout  # Live progress was shown.
   with open(os.path.join(logdir, 'config.json')) as f:
-    assert json.load(f)['agent']['unroll_length'] == 5
+    config = json.load(f)['agent']
+  assert config['unroll_length'] == 5 and config['hidden_sizes'] == [16]
+  assert config['clip_rho_threshold'] is None  # Optional fields take none.
