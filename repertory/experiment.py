@@ -1,16 +1,34 @@
-"""What every run shares, whatever the agent: the experiment settings and the
-bookkeeping nodes (a step counter and the run monitor).
+"""What every run shares, whatever the agent: the experiment settings, the
+bookkeeping nodes (a step counter, the run monitor, the evaluator) and
+`run_experiment`, the Python way to run one.
 
 An agent's `make_program(config, experiment)` adds its own nodes (replay,
 learner, actors) and calls `add_counter` and `add_monitor` for the rest.
+
+From Python (any launch type; progress lines print as the run goes)::
+
+  from repertory import experiment
+  from repertory.agents import impala
+  result = experiment.run_experiment(
+      impala.Config(learning_rate=1e-3),
+      experiment.ExperimentConfig(agent='impala', env='gym:CartPole-v1',
+                                  max_actor_steps=100_000,
+                                  launch_type='local_mp'))
+  result.results['eval_return_mean']     # results.json as a dict
+  result.progress()                      # progress.csv as a DataFrame
+  result.evaluations()                   # the evaluation rows only
 """
 
 import contextlib
 import dataclasses
 import functools
+import importlib
+import json
 import os
+import sys
+import threading
 import time
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from repertory import core
 from repertory import launch
@@ -184,3 +202,115 @@ def add_monitor(program: launch.Program,
           every_steps=experiment.eval_every_steps,
           every_seconds=experiment.eval_every_seconds))
   return monitor
+
+
+@dataclasses.dataclass
+class RunResult:
+  """What `run_experiment` returns: the run directory and its results."""
+  logdir: str
+  results: Dict[str, Any]
+
+  def progress(self) -> Any:
+    """`progress.csv` (progress rows and evaluation rows) as a DataFrame."""
+    import pandas as pd  # pylint: disable=g-import-not-at-top
+    return pd.read_csv(os.path.join(self.logdir, 'progress.csv'))
+
+  def evaluations(self) -> Any:
+    """The evaluation rows of `progress.csv` (periodic, then the final)."""
+    progress = self.progress()
+    if 'eval_return_mean' not in progress:
+      return progress.iloc[0:0]
+    return progress[progress['eval_return_mean'].notna()].reset_index(
+        drop=True)
+
+
+def save_config(agent_config: Any, experiment: ExperimentConfig) -> dict:
+  """Writes `<logdir>/config.json` (what a resumed run is checked against);
+  returns what it wrote."""
+  saved = {'agent': dataclasses.asdict(agent_config),
+           'experiment': dataclasses.asdict(experiment)}
+  os.makedirs(experiment.logdir, exist_ok=True)
+  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
+    json.dump(saved, f, indent=2, default=str)
+  return saved
+
+
+def _tail(path: str, stop: threading.Event) -> None:
+  """Echoes the lines appended to `path` (the monitor's progress, written in
+  another process) from its current end on."""
+  position = os.path.getsize(path) if os.path.exists(path) else 0
+  while not stop.wait(0.5):
+    if os.path.exists(path):
+      with open(path) as f:
+        f.seek(position)
+        text = f.read()
+        position = f.tell()
+      if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _agent_module(agent_config: Any) -> Any:
+  """The module with `make_program` for an agent's `Config`: the Config's
+  own module, else its package (repertory.agents.impala for
+  repertory.agents.impala.config.Config)."""
+  name = type(agent_config).__module__
+  for candidate in (name, name.rpartition('.')[0]):
+    if candidate:
+      module = importlib.import_module(candidate)
+      if hasattr(module, 'make_program'):
+        return module
+  raise ValueError(f'No make_program next to {type(agent_config).__name__} '
+                   f'({name}); pass the program to run_experiment.')
+
+
+def run_experiment(agent_config: Any, experiment: ExperimentConfig,
+                   program: Optional[launch.Program] = None,
+                   max_restarts: Optional[Mapping[str, int]] = None,
+                   write_config: bool = True) -> RunResult:
+  """Runs one experiment to its end in `experiment.launch_type`; returns its
+  results.
+
+  Writes `config.json`, the node logs (`nodes/`), progress and results into
+  `experiment.logdir`; prints the progress lines as the run goes (in every
+  launch type).
+
+  Args:
+    agent_config: the agent's `Config`.
+    experiment: the run's settings (`agent` names a registered agent).
+    program: the program to launch (default: the agent's
+      `make_program(agent_config, experiment)`).
+    max_restarts: group -> restarts of a crashed node (default: 3 for the
+      actors and the evaluator).
+    write_config: write config.json (the command line writes it itself).
+
+  Raises:
+    RuntimeError: if the run ended without results.json (a node failed).
+  """
+  if program is None:
+    program = _agent_module(agent_config).make_program(agent_config,
+                                                       experiment)
+  if write_config:
+    save_config(agent_config, experiment)
+  os.makedirs(experiment.logdir, exist_ok=True)
+  if max_restarts is None:
+    max_restarts = {g: 3 for g in ('actor', 'evaluator', 'environment')
+                    if g in program.groups}
+  stop_tail = threading.Event()
+  if experiment.launch_type in ('local_mp', 'ray'):  # Else printed here.
+    threading.Thread(
+        target=_tail, daemon=True,
+        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
+    ).start()
+  try:
+    launch.launch(program, launch_type=experiment.launch_type,
+                  logdir=os.path.join(experiment.logdir, 'nodes'),
+                  max_restarts=dict(max_restarts), block=True)
+  finally:
+    stop_tail.set()
+  path = os.path.join(experiment.logdir, 'results.json')
+  if not os.path.exists(path):
+    raise RuntimeError(f'The run ended without writing {path}; see the node '
+                       f'logs in {os.path.join(experiment.logdir, "nodes")}.')
+  with open(path) as f:
+    return RunResult(experiment.logdir, json.load(f))

@@ -25,6 +25,7 @@ e.g. `agents.register(...)` and `flags.FLAGS.set_default('agent', ...)`).
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import threading
 import time
@@ -77,8 +78,19 @@ _RESTART_LEARNER = flags.DEFINE_bool(
     'restart_learner', False, 'Restart a crashed learner (up to '
     '--max_restarts times) from its latest checkpoint instead of stopping '
     'the program.')
+_SEEDS = flags.DEFINE_integer(
+    'seeds', 1, 'Run this many seeds (--seed, --seed + 1, ...), each a '
+    'separate program in <logdir>/<grid point>/seed<N>, and print a results '
+    'table across them (repertory.sweep).')
+_GRID = flags.DEFINE_multi_string(
+    'grid', [], 'A sweep over a flag: --grid=<flag>=<v1>,<v2>,... (e.g. '
+    '--grid=config.learning_rate=1e-3,3e-3); repeat for a grid.')
+_SWEEP_CONCURRENCY = flags.DEFINE_integer(
+    'sweep_concurrency', 1, 'Trials of a sweep run at once under '
+    '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
+                'seeds', 'grid', 'sweep_concurrency',
                 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
 # Groups whose nodes are restarted after a crash (when the program has them).
@@ -139,20 +151,6 @@ def split_config_overrides(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
   return rest, overrides
 
 
-def _tail(path: str, stop: threading.Event) -> None:
-  """Echoes the monitor's progress lines while nodes run in other processes."""
-  position = 0
-  while not stop.wait(1.0):
-    if os.path.exists(path):
-      with open(path) as f:
-        f.seek(position)
-        text = f.read()
-        position = f.tell()
-      if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
 def build(config_overrides: Optional[Dict[str, str]] = None
           ) -> Tuple[Any, Any, Any]:
   """Validates the flags and builds (config, experiment, program).
@@ -208,6 +206,8 @@ def main(argv: List[str],
   if _MAX_RESTARTS.value < 0:
     sys.exit(f'repertory.run: error: --max_restarts={_MAX_RESTARTS.value} '
              'must be >= 0.')
+  if _SEEDS.value > 1 or _GRID.value:
+    return run_sweep_from_flags()
   config, experiment, program = build(config_overrides)
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
@@ -216,38 +216,83 @@ def main(argv: List[str],
   results_path = os.path.join(experiment.logdir, 'results.json')
   if resuming and os.path.exists(results_path):  # Not this run's results.
     os.replace(results_path, results_path + '.previous')
-  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
-    json.dump(saved, f, indent=2, default=str)
+  experiment_lib.save_config(config, experiment)
   print(f'repertory: {experiment.agent} on {experiment.env}, '
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
         + (' (resuming the run there)' if resuming else ''), flush=True)
-
-  stop_tail = threading.Event()
-  if experiment.launch_type in ('local_mp', 'ray'):
-    threading.Thread(
-        target=_tail, daemon=True,
-        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
-    ).start()
+  if resuming:
+    print(resumed_at(experiment.logdir), flush=True)
   groups = [g for g in RESTARTABLE_GROUPS if g in program.groups]
   if _RESTART_LEARNER.value:
     groups.append('learner')
   max_restarts = {g: _MAX_RESTARTS.value for g in groups}
   try:
-    launch.launch(program, launch_type=experiment.launch_type,
-                  logdir=os.path.join(experiment.logdir, 'nodes'),
-                  max_restarts=max_restarts,
-                  block=True)  # test_mt too: the results come at the end.
-  finally:
-    stop_tail.set()
-  if not os.path.exists(results_path):
-    logging.warning('The run ended without writing %s.', results_path)
+    result = experiment_lib.run_experiment(
+        config, experiment, program, max_restarts, write_config=False)
+  except KeyboardInterrupt:
+    sys.exit(interrupted_message(experiment.logdir))
+  except RuntimeError as e:
+    logging.warning('%s', e)
     sys.exit(1)
-  with open(results_path) as f:
-    results = json.load(f)
-  print(json.dumps(results, indent=2, sort_keys=True))
+  print(json.dumps(result.results, indent=2, sort_keys=True))
 
 
+def resumed_at(logdir: str) -> str:
+  """'Resumed at actor_steps=..., learner_steps=...' from the saved counts."""
+  path = os.path.join(logdir, 'counts.json')
+  counts = {}
+  if os.path.exists(path):
+    with open(path) as f:
+      counts = json.load(f)
+  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
+                    if k in ('actor_steps', 'learner_steps'))
+  return f'Resumed at {steps or "the start (no counts saved)"} in {logdir}.'
+
+
+def interrupted_message(logdir: str) -> str:
+  """What Ctrl-C prints: where the checkpoint is and how to resume."""
+  args = [a for a in (_ORIGINAL_ARGV[1:] if _ORIGINAL_ARGV else sys.argv[1:])
+          if not a.startswith('--logdir')]
+  main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
+  program = ('python -m repertory.run'
+             if not main_file or main_file.endswith(
+                 os.path.join('repertory', 'run.py')) else
+             f'python {shlex.quote(main_file)}')
+  command = ' '.join([program, *map(shlex.quote, args),
+                      f'--logdir={shlex.quote(logdir)}'])
+  return (f'Stopped. Checkpoints are in {os.path.join(logdir, "checkpoints")}'
+          f' (counts in {os.path.join(logdir, "counts.json")}). Resume with:\n'
+          f'  {command}')
+
+
+def run_sweep_from_flags() -> None:
+  """`--seeds` / `--grid`: each trial a separate program (repertory.sweep)."""
+  from repertory import sweep  # pylint: disable=g-import-not-at-top
+  try:
+    grid = sweep.parse_grid(_GRID.value)
+  except ValueError as e:
+    sys.exit(f'repertory.run: error: {e}')
+  build()  # Refuses bad flags before the first trial starts.
+  logdir = experiment_from_flags().logdir
+  main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
+  if not main_file or main_file.endswith(
+      os.path.join('repertory', 'run.py')):
+    program = [sys.executable, '-m', 'repertory.run']
+  else:  # A script built on run.run(): its trials run the script.
+    program = [sys.executable, main_file]
+  table = sweep.run_sweep(
+      _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid, logdir=logdir,
+      base_seed=flags.FLAGS.seed,
+      use_tune=flags.FLAGS.lp_launch_type == 'ray',
+      concurrency=_SWEEP_CONCURRENCY.value)
+  print(table.to_string(index=False))
+  print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
+        f'curves: python -m repertory.plot {logdir}')
+
+
+# The command line as given (before `--config.<field>=none` was taken out).
+_ORIGINAL_ARGV: List[str] = []
 # `--config.<field>=none` of Optional fields (ml_collections cannot parse
 # them); applied after the flag.
 _CONFIG_NONES: Dict[str, str] = {}
@@ -334,6 +379,7 @@ def run(argv: Optional[List[str]] = None) -> None:
   """The command line of `python -m repertory.run`, for this or any script
   (`--help` shows the shared flags and the chosen agent's fields)."""
   argv = list(sys.argv if argv is None else argv)
+  _ORIGINAL_ARGV[:] = argv
   if flags.FLAGS['lp_launch_type'].default == 'local_mt':
     flags.FLAGS.set_default('lp_launch_type', 'local_mp')
   agent_name = _argv_value(argv, 'agent', flags.FLAGS['agent'].default)

@@ -102,6 +102,7 @@ class RunMonitor:
     self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
     self._budget: Optional[counting.StepsBudget] = None
     self._wake = threading.Event()  # Set when the run may be done.
+    self._first_steps = None  # (actor_steps, time) at the first progress line.
     self._start = time.time()
     self._results: Optional[dict] = None
     os.makedirs(logdir, exist_ok=True)
@@ -302,12 +303,29 @@ class RunMonitor:
           limiter.sample_stats.completed / inserts if inserts else float('nan'))
     return summaries
 
+  def _budget_part(self, actor_steps: int) -> str:
+    """'12.5% of 1000000, ETA 3m20s' (the rate since this monitor started)."""
+    if self._first_steps is None:
+      self._first_steps = (actor_steps, time.time())
+    share = 100.0 * actor_steps / self._max_actor_steps
+    done, since = actor_steps - self._first_steps[0], self._first_steps[1]
+    rate = done / max(time.time() - since, 1e-9)
+    left = max(self._max_actor_steps - actor_steps, 0)
+    if not done or not rate:
+      return f'{share:.1f}% of {self._max_actor_steps}'
+    eta = int(left / rate)
+    return (f'{share:.1f}% of {self._max_actor_steps}, ETA '
+            f'{eta // 3600}h{eta % 3600 // 60:02d}m' if eta >= 3600 else
+            f'{share:.1f}% of {self._max_actor_steps}, ETA '
+            f'{eta // 60}m{eta % 60:02d}s')
+
   def _log_progress(self, summary: Mapping[str, Any]) -> None:
     tables = ' '.join(f'{k[len("tables/"):-len("/size")]}={v}'
                       for k, v in summary.items()
                       if k.startswith('tables/') and k.endswith('/size'))
     self._log_line(
         f'actor_steps={summary["actor_steps"]} '
+        f'[{self._budget_part(summary["actor_steps"])}] '
         f'({summary["actor_steps_per_second"]:.0f}/s) '
         f'learner_steps={summary["learner_steps"]} '
         f'episodes={summary["episodes"]} '
