@@ -15,12 +15,15 @@ INSTALL_REQUIRES = [
     'portpicker',
     'cloudpickle',
     'psutil',
+    'pandas',  # Results tables of sweeps, RunResult.progress().
 ]
 
 EXTRAS_REQUIRE = {
     'envs': ['bsuite==0.3.6', 'gymnasium==1.4.0', 'minatar==1.0.15'],
     'envpool': ['envpool==1.2.5'],
     'plot': ['matplotlib'],
+    # Sweeps on a Ray cluster (repertory.sweep); pyarrow 19+ needs NumPy 2.
+    'tune': ['ray[tune]==2.60.0', 'pyarrow<19'],
 }
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +

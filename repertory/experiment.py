@@ -94,6 +94,8 @@ class ExperimentConfig:
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
     self.stop_at_return = _stop_at_return(self.stop_at_return, self.env)
+    from repertory.environments import registry  # pylint: disable=g-import-not-at-top
+    registry.check_reaches_nodes(self.env, self.launch_type)
     if self.eval_every_steps < 0 or self.eval_every_seconds < 0:
       raise ValueError('eval_every_steps and eval_every_seconds must be >= 0, '
                        f'got {self.eval_every_steps} and '

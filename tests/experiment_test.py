@@ -4,6 +4,7 @@ import csv
 import json
 import os
 
+import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
 from repertory import environments
@@ -77,3 +78,21 @@ def test_impala_stops_exactly_at_its_budget_and_evaluates_periodically(
   assert 'evaluation/return_mean' in accumulator.Tags()['scalars']
   events = accumulator.Scalars('evaluation/return_mean')
   assert [e.step for e in events] == [int(r['actor_steps']) for r in rows]
+
+
+def test_a_name_registered_here_is_refused_where_nodes_cannot_see_it():
+  environments.register('small_catch_for_test', make_small_catch)
+  try:
+    for launch_type in ('local_mp', 'ray'):
+      with pytest.raises(ValueError, match=(
+          "Environment 'small_catch_for_test' is registered in this process "
+          'only.*env=make_small_catch')):
+        experiment_lib.ExperimentConfig(env='small_catch_for_test',
+                                        launch_type=launch_type)
+    # Threads share the registry; a factory is pickled to every node.
+    experiment_lib.ExperimentConfig(env='small_catch_for_test',
+                                    launch_type='local_mt')
+    experiment_lib.ExperimentConfig(env=make_small_catch,
+                                    launch_type='local_mp')
+  finally:
+    del environments.registry._REGISTRY['small_catch_for_test']  # pylint: disable=protected-access
