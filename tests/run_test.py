@@ -3,6 +3,7 @@ real run that writes results.json."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -107,3 +108,32 @@ def test_short_run_writes_results(tmp_path, agent):
     config = json.load(f)['agent']
   assert config['unroll_length'] == 5 and config['hidden_sizes'] == [16]
   assert config['clip_rho_threshold'] is None  # Optional fields take none.
+
+
+@pytest.mark.timeout(900)
+def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
+  logdir = os.path.join(tmp_path, 'run')
+  args = ['--lp_launch_type=local_mt', '--num_actors=1', '--envs_per_actor=2',
+          '--max_actor_steps=100000000', '--progress_every_seconds=1',
+          '--eval_episodes=1', '--config.unroll_length=5',
+          '--config.batch_size=2', '--config.hidden_sizes=16']
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'repertory.run', *args, f'--logdir={logdir}'],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  for line in process.stdout:  # Wait for the first progress line.
+    if 'actor_steps=' in line:
+      break
+  process.send_signal(signal.SIGINT)
+  stdout, stderr = process.communicate(timeout=300)
+  assert process.returncode != 0
+  assert 'Traceback' not in stderr, stderr[-3000:]
+  assert f'Checkpoints are in {logdir}/checkpoints' in stderr
+  resume = stderr.strip().splitlines()[-1].strip()
+  assert resume.startswith('python -m repertory.run ')
+  assert f'--logdir={logdir}' in resume and '--config.unroll_length=5' in resume
+  del stdout
+  # The rerun (with a budget already spent) says where it resumed.
+  result = _run(*args[:3], '--max_actor_steps=1', *args[4:],
+                f'--logdir={logdir}', timeout=800)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'Resumed at actor_steps=' in result.stdout

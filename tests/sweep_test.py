@@ -56,7 +56,6 @@ def test_seeds_from_one_command_give_a_table(tmp_path):
   for _, row in table.iterrows():
     assert row['logdir'] == os.path.join(logdir, 'default', f'seed{row.seed}')
     assert os.path.exists(os.path.join(row['logdir'], 'config.json'))
-    assert os.path.isdir(os.path.join(row['logdir'], 'nodes'))
     assert 200 <= row['actor_steps'] <= 202
   assert 'sweep.csv' in result.stdout
 
@@ -73,7 +72,6 @@ def test_run_experiment_returns_results_and_progress(tmp_path, capsys):
   assert 300 <= result.results['actor_steps'] <= 301
   assert result.results['eval_episodes'] == 2
   assert os.path.exists(os.path.join(tmp_path, 'config.json'))
-  assert os.path.isdir(os.path.join(tmp_path, 'nodes'))
   evaluations = result.evaluations()
   assert len(evaluations) >= 1
   assert evaluations['actor_steps'].iloc[-1] == result.results['actor_steps']
