@@ -239,6 +239,8 @@ class RunMonitor:
     """Evaluates the final weights and writes `results.json`."""
     summary = self.summary()
     self._log_progress(summary)  # Where the run ended.
+    with self._lock:
+      self._progress_files.write(summary)  # The curves' last point.
     logging.info('Evaluating the final weights over %d episodes.',
                  self._eval_episodes)
     actor = self._make_eval_actor(self._variable_source)
