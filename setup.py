@@ -34,6 +34,7 @@ INSTALL_REQUIRES = [
     'msgpack>=1.0',  # launch.codec: the channel's wire format (no pickle).
     'grpcio>=1.60',  # repertory.remote (already pulled in by TF and Ray)
     'protobuf>=4.25,<5',  # the runtime of repertory/remote/*_pb2.py
+    'pandas',  # Results tables of sweeps, RunResult.progress().
 ]
 
 EXTRAS_REQUIRE = {
@@ -43,6 +44,8 @@ EXTRAS_REQUIRE = {
     # Side-by-side benchmarks only (benchmarks/sb3_side_by_side.py); never
     # imported by repertory.
     'bench': ['stable-baselines3==2.9.2'],
+    # Sweeps on a Ray cluster (repertory.sweep); pyarrow 19+ needs NumPy 2.
+    'tune': ['ray[tune]==2.60.0', 'pyarrow<19'],
 }
 if _TF == 'cuda':
   EXTRAS_REQUIRE['gpu'] = ['tensorflow[and-cuda]' + _TF_VERSION]

@@ -1,21 +1,40 @@
-"""What every run shares, whatever the agent: the experiment settings and the
-bookkeeping nodes (a step counter and the run monitor).
+"""What every run shares, whatever the agent: the experiment settings, the
+bookkeeping nodes (a step counter, the run monitor, the evaluator) and
+`run_experiment`, the Python way to run one.
 
 An agent's `make_program(config, experiment)` adds its own nodes (replay,
 learner, actors) and calls `add_counter` and `add_monitor` for the rest.
+
+From Python (any launch type; progress lines print as the run goes)::
+
+  from repertory import experiment
+  from repertory.agents import impala
+  result = experiment.run_experiment(
+      impala.Config(learning_rate=1e-3),
+      experiment.ExperimentConfig(agent='impala', env='gym:CartPole-v1',
+                                  max_actor_steps=100_000,
+                                  launch_type='local_mp'))
+  result.results['eval_return_mean']     # results.json as a dict
+  result.progress()                      # progress.csv as a DataFrame
+  result.evaluations()                   # the evaluation rows only
 """
 
 import contextlib
 import dataclasses
 import functools
+import importlib
+import json
 import os
+import sys
+import threading
 import time
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from repertory import core
 from repertory import launch
 from repertory.components import checkpointing
 from repertory.components import counting
+from repertory.components import evaluation
 from repertory.components.evaluation import monitor as monitor_lib
 
 # The return at which an environment counts as solved (`--stop_at_return=auto`).
@@ -40,9 +59,17 @@ class ExperimentConfig:
     num_actors: actor nodes.
     envs_per_actor: environments each actor steps per policy call.
     max_actor_steps: the run stops once actors took this many steps.
-    stop_at_return: stop earlier once the mean return of the last 100
-      training episodes reaches this (None: run the whole budget).
-    eval_episodes: evaluation episodes played with the final weights.
+    stop_at_return: stop earlier once the judged return reaches this: a
+      number, 'auto' (the environment's solved return in SOLVED_RETURNS,
+      else never) or 'never' / None (run the whole budget); 'auto' and
+      numbers written as text become a float or None here. Judged: the latest periodic evaluation's mean return
+      when evaluation is on (`eval_every_steps` or `eval_every_seconds`),
+      else the mean return of the last 100 training episodes.
+    eval_episodes: evaluation episodes played with the final weights and at
+      each periodic evaluation.
+    eval_every_steps: a greedy evaluation of the learner's weights every
+      this many actor steps, by an evaluator node (0: not by steps).
+    eval_every_seconds: ... and/or every this many seconds (0: not by time).
     seed: base seed; actor i's environment j gets a seed derived from it.
     logdir: where logs, checkpoints and results.json go.
     launch_type: recorded in results.json.
@@ -54,8 +81,10 @@ class ExperimentConfig:
   num_actors: int = 2
   envs_per_actor: int = 8
   max_actor_steps: int = 1_000_000
-  stop_at_return: Optional[float] = None
+  stop_at_return: Union[float, str, None] = 'auto'
   eval_episodes: int = 20
+  eval_every_steps: int = 20_000
+  eval_every_seconds: float = 0.0
   seed: int = 0
   logdir: str = ''
   launch_type: str = 'local_mt'
@@ -68,9 +97,20 @@ class ExperimentConfig:
                  'eval_episodes'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
+    self.stop_at_return = _stop_at_return(self.stop_at_return, self.env)
+    from repertory.environments import registry  # pylint: disable=g-import-not-at-top
+    registry.check_reaches_nodes(self.env, self.launch_type)
+    if self.eval_every_steps < 0 or self.eval_every_seconds < 0:
+      raise ValueError('eval_every_steps and eval_every_seconds must be >= 0, '
+                       f'got {self.eval_every_steps} and '
+                       f'{self.eval_every_seconds}.')
     if not self.logdir:
       stamp = time.strftime('%Y%m%d-%H%M%S')
       self.logdir = os.path.join('runs', f'{self.agent}-{stamp}')
+
+  @property
+  def evaluates_periodically(self) -> bool:
+    return bool(self.eval_every_steps or self.eval_every_seconds)
 
   def actor_seed(self, actor_id: int) -> int:
     """The seed of actor `actor_id`'s first environment (the rest follow)."""
@@ -79,6 +119,21 @@ class ExperimentConfig:
   @property
   def eval_seed(self) -> int:
     return self.seed * 1_000_003 + 999_983
+
+
+def _stop_at_return(value: Union[float, str, None], env: Any
+                    ) -> Optional[float]:
+  if value is None or isinstance(value, (int, float)):
+    return None if value is None else float(value)
+  if value == 'auto':
+    return SOLVED_RETURNS.get(env_name(env))
+  if value == 'never':
+    return None
+  try:
+    return float(value)
+  except ValueError:
+    raise ValueError(f'stop_at_return={value!r}: expected a number, '
+                     "'auto' or 'never'.") from None
 
 
 def env_name(env: Union[str, Callable[..., Any]]) -> str:
@@ -115,7 +170,9 @@ def add_monitor(program: launch.Program,
                 variable_source: Any,
                 make_eval_actor: Callable[[Any], core.Actor],
                 replay: Any = None) -> Any:
-  """Adds the run monitor (progress, stopping, final evaluation, results)."""
+  """Adds the run monitor (progress, stopping, final evaluation, results)
+  and, when `experiment` asks for periodic evaluation, the evaluator node
+  (group 'evaluator'). Returns the monitor's handle."""
   from repertory import environments  # pylint: disable=g-import-not-at-top
   make_environment = functools.partial(
       environments.make, experiment.env, seed=experiment.eval_seed)
@@ -128,7 +185,7 @@ def add_monitor(program: launch.Program,
       'seed': experiment.seed,
   }
   with program.group('monitor'):
-    return program.add_node(launch.CourierNode(
+    monitor = program.add_node(launch.CourierNode(
         monitor_lib.RunMonitor,
         counter=counter,
         make_environment=make_environment,
@@ -140,4 +197,126 @@ def add_monitor(program: launch.Program,
         eval_episodes=experiment.eval_episodes,
         metadata=metadata,
         replay=replay,
-        progress_every_seconds=experiment.progress_every_seconds))
+        progress_every_seconds=experiment.progress_every_seconds,
+        judge_evaluation=experiment.evaluates_periodically))
+  if experiment.evaluates_periodically:
+    with program.group('evaluator'):
+      program.add_node(launch.CourierNode(
+          evaluation.PeriodicEvaluator, counter, monitor,
+          make_environment, make_eval_actor, variable_source,
+          num_episodes=experiment.eval_episodes,
+          every_steps=experiment.eval_every_steps,
+          every_seconds=experiment.eval_every_seconds))
+  return monitor
+
+
+@dataclasses.dataclass
+class RunResult:
+  """What `run_experiment` returns: the run directory and its results."""
+  logdir: str
+  results: Dict[str, Any]
+
+  def progress(self) -> Any:
+    """`progress.csv` (progress rows and evaluation rows) as a DataFrame."""
+    import pandas as pd  # pylint: disable=g-import-not-at-top
+    return pd.read_csv(os.path.join(self.logdir, 'progress.csv'))
+
+  def evaluations(self) -> Any:
+    """The evaluation rows of `progress.csv` (periodic, then the final)."""
+    progress = self.progress()
+    if 'eval_return_mean' not in progress:
+      return progress.iloc[0:0]
+    return progress[progress['eval_return_mean'].notna()].reset_index(
+        drop=True)
+
+
+def save_config(agent_config: Any, experiment: ExperimentConfig) -> dict:
+  """Writes `<logdir>/config.json` (what a resumed run is checked against);
+  returns what it wrote."""
+  saved = {'agent': dataclasses.asdict(agent_config),
+           'experiment': dataclasses.asdict(experiment)}
+  os.makedirs(experiment.logdir, exist_ok=True)
+  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
+    json.dump(saved, f, indent=2, default=str)
+  return saved
+
+
+def _tail(path: str, stop: threading.Event) -> None:
+  """Echoes the lines appended to `path` (the monitor's progress, written in
+  another process) from its current end on."""
+  position = os.path.getsize(path) if os.path.exists(path) else 0
+  while not stop.wait(0.5):
+    if os.path.exists(path):
+      with open(path) as f:
+        f.seek(position)
+        text = f.read()
+        position = f.tell()
+      if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _agent_module(agent_config: Any) -> Any:
+  """The module with `make_program` for an agent's `Config`: the Config's
+  own module, else its package (repertory.agents.impala for
+  repertory.agents.impala.config.Config)."""
+  name = type(agent_config).__module__
+  for candidate in (name, name.rpartition('.')[0]):
+    if candidate:
+      module = importlib.import_module(candidate)
+      if hasattr(module, 'make_program'):
+        return module
+  raise ValueError(f'No make_program next to {type(agent_config).__name__} '
+                   f'({name}); pass the program to run_experiment.')
+
+
+def run_experiment(agent_config: Any, experiment: ExperimentConfig,
+                   program: Optional[launch.Program] = None,
+                   max_restarts: Optional[Mapping[str, int]] = None,
+                   write_config: bool = True) -> RunResult:
+  """Runs one experiment to its end in `experiment.launch_type`; returns its
+  results.
+
+  Writes `config.json`, the node logs (`nodes/`), progress and results into
+  `experiment.logdir`; prints the progress lines as the run goes (in every
+  launch type).
+
+  Args:
+    agent_config: the agent's `Config`.
+    experiment: the run's settings (`agent` names a registered agent).
+    program: the program to launch (default: the agent's
+      `make_program(agent_config, experiment)`).
+    max_restarts: group -> restarts of a crashed node (default: 3 for the
+      actors and the evaluator).
+    write_config: write config.json (the command line writes it itself).
+
+  Raises:
+    RuntimeError: if the run ended without results.json (a node failed).
+  """
+  if program is None:
+    program = _agent_module(agent_config).make_program(agent_config,
+                                                       experiment)
+  if write_config:
+    save_config(agent_config, experiment)
+  os.makedirs(experiment.logdir, exist_ok=True)
+  if max_restarts is None:
+    max_restarts = {g: 3 for g in ('actor', 'evaluator', 'environment')
+                    if g in program.groups}
+  stop_tail = threading.Event()
+  if experiment.launch_type in ('local_mp', 'ray'):  # Else printed here.
+    threading.Thread(
+        target=_tail, daemon=True,
+        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
+    ).start()
+  try:
+    launch.launch(program, launch_type=experiment.launch_type,
+                  logdir=os.path.join(experiment.logdir, 'nodes'),
+                  max_restarts=dict(max_restarts), block=True)
+  finally:
+    stop_tail.set()
+  path = os.path.join(experiment.logdir, 'results.json')
+  if not os.path.exists(path):
+    raise RuntimeError(f'The run ended without writing {path}; see the node '
+                       f'logs in {os.path.join(experiment.logdir, "nodes")}.')
+  with open(path) as f:
+    return RunResult(experiment.logdir, json.load(f))

@@ -1,7 +1,10 @@
-"""`--config.<field>=<value>` overrides of a config dataclass, type-checked."""
+"""`--config.<field>=<value>` overrides of a config dataclass, type-checked;
+the fields of a config dataclass with their defaults and docs."""
 
 import ast
 import dataclasses
+import inspect
+import re
 import typing
 from typing import Any, Dict, Mapping
 
@@ -65,3 +68,49 @@ def apply(config: Any, overrides: Mapping[str, str], owner: str = 'config'
                        f'fields: {", ".join(sorted(fields))}.')
     values[name] = _parse(text, hints[name], name)
   return dataclasses.replace(config, **values)
+
+
+def field_docs(cls: type) -> Dict[str, str]:
+  """{field: its text} from the 'Attributes:' section of a dataclass's
+  docstring (Google style: `name: text`, continued on indented lines)."""
+  docs: Dict[str, str] = {}
+  lines = inspect.getdoc(cls).splitlines() if cls.__doc__ else []
+  inside, name, indent, docs_depth = False, None, 0, 0
+  for line in lines:
+    stripped = line.strip()
+    if stripped == 'Attributes:':
+      inside, indent = True, len(line) - len(line.lstrip()) + 1
+      continue
+    if not inside:
+      continue
+    if stripped and len(line) - len(line.lstrip()) < indent:
+      break  # The section ended.
+    match = re.match(r'\s*([A-Za-z_][\w, ]*):\s*(.*)', line)
+    depth = len(line) - len(line.lstrip())
+    if match and (name is None or depth <= docs_depth):
+      docs_depth = depth
+      names = [n.strip() for n in match.group(1).split(',')]
+      for n in names:
+        docs[n] = match.group(2)
+      name = names
+    elif name and stripped:
+      for n in name:
+        docs[n] += ' ' + stripped
+  return docs
+
+
+def describe(config: Any) -> str:
+  """One line per field of dataclass `config`: name, type, default, doc."""
+  docs = field_docs(type(config))
+  hints = typing.get_type_hints(type(config))
+  lines = []
+  for field in dataclasses.fields(config):
+    if not field.init:
+      continue
+    hint = hints[field.name]
+    kind = (hint.__name__ if isinstance(hint, type)
+            else str(hint).replace('typing.', ''))
+    lines.append(f'  {field.name} ({kind}, default '
+                 f'{getattr(config, field.name)!r}): '
+                 f'{docs.get(field.name, "(undocumented)")}')
+  return '\n'.join(lines)

@@ -3,18 +3,20 @@ r"""Draws learning curves of one or more runs to a PNG.
   python -m repertory.plot runs/impala-catch runs/seed-catch --out=curves.png
 
 Each argument is a run directory (one holding `progress.csv`, written by the
-run monitor) or a directory of runs. Runs whose directory names differ only in
-a `seed<N>` part (`python -m repertory.run --seeds=3` writes `.../seed0`,
-`.../seed1`, ...) form one line: the mean over seeds, shaded between the
-lowest and highest seed. The left panel plots the recent training return
-against actor steps, the right one against wall-clock time.
+run monitor) or a directory of runs, e.g. a sweep's `--logdir`. Runs whose
+directory names differ only in a `seed<N>` part (`python -m repertory.run
+--seeds=3 --logdir=runs/x` writes `runs/x/default/seed0`, `.../seed1`, ...)
+form one line: the mean over seeds, shaded between the lowest and highest
+seed. One row of panels per metric (`--metrics`: the recent training return
+and the greedy evaluation return by default), against actor steps (left) and
+wall-clock time (right), with markers.
 """
 
 import collections
 import csv
 import os
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple, Union
 
 from absl import app
 from absl import flags
@@ -24,8 +26,10 @@ PROGRESS_FILE = 'progress.csv'
 _SEED_PART = re.compile(r'([-_/]?seed[-_]?\d+)')
 
 _OUT = flags.DEFINE_string('out', 'curves.png', 'Where to write the PNG.')
-_METRIC = flags.DEFINE_string('metric', 'episode_return_mean',
-                              'The progress.csv column to plot.')
+_METRICS = flags.DEFINE_list(
+    'metrics', ['episode_return_mean', 'eval_return_mean'],
+    'The progress.csv columns to plot, one row of panels each (a column no '
+    'run has is skipped).')
 
 
 def find_runs(paths: Sequence[str]) -> List[str]:
@@ -90,32 +94,46 @@ def mean_and_range(curves: Sequence[Tuple[np.ndarray, np.ndarray]],
 
 
 def plot(paths: Sequence[str], out: str,
-         metric: str = 'episode_return_mean') -> str:
+         metric: Union[str, Sequence[str]] = ('episode_return_mean',
+                                              'eval_return_mean')) -> str:
   """Draws the learning curves of the runs under `paths` to `out` (PNG)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 
+  metrics = [metric] if isinstance(metric, str) else list(metric)
   groups = group_runs(find_runs(paths))
+  data = {label: [read_progress(run, m) for run in runs for m in metrics]
+          for label, runs in groups.items()}
+  present = [m for i, m in enumerate(metrics)
+             if any(m in d for ds in data.values()
+                    for d in ds[i::len(metrics)])]
+  if not present:
+    raise ValueError(f'No run has any of the columns {metrics}.')
   prefix = os.path.commonpath(list(groups)) if len(groups) > 1 else ''
-  figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+  figure, axes = plt.subplots(len(present), 2,
+                              figsize=(12, 4.5 * len(present)), squeeze=False)
   for label, runs in sorted(groups.items()):
-    data = [read_progress(run, metric) for run in runs]
     name = os.path.relpath(label, prefix) if prefix else os.path.basename(label)
     name += f' ({len(runs)} seeds)' if len(runs) > 1 else ''
-    for axis, x_key in zip(axes, ('actor_steps', 'wall_seconds')):
-      curves = [(d[x_key], d[metric]) for d in data if metric in d]
-      if not any(len(x) for x, _ in curves):
-        continue
-      x, mean, lo, hi = mean_and_range(curves)
-      (line,) = axis.plot(x, mean, label=name)
-      if len(curves) > 1:
-        axis.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
-  for axis, xlabel in zip(axes, ('actor steps', 'wall-clock seconds')):
-    axis.set_xlabel(xlabel)
-    axis.set_ylabel(metric.replace('_', ' '))
-    axis.grid(alpha=0.3)
-  axes[0].legend(fontsize='small')
+    for row, m in enumerate(present):
+      i = metrics.index(m)
+      columns = data[label][i::len(metrics)]
+      for axis, x_key in zip(axes[row], ('actor_steps', 'wall_seconds')):
+        curves = [(d[x_key], d[m]) for d in columns if m in d]
+        if not any(len(x) for x, _ in curves):
+          continue
+        points = max(len(x) for x, _ in curves)
+        x, mean, lo, hi = mean_and_range(curves, num_points=max(points, 2))
+        (line,) = axis.plot(x, mean, label=name, marker='o', markersize=3)
+        if len(curves) > 1:
+          axis.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
+  for row, m in enumerate(present):
+    for axis, xlabel in zip(axes[row], ('actor steps', 'wall-clock seconds')):
+      axis.set_xlabel(xlabel)
+      axis.set_ylabel(m.replace('_', ' '))
+      axis.grid(alpha=0.3)
+  axes[0][0].legend(fontsize='small')
   figure.tight_layout()
   os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
   figure.savefig(out, dpi=100)
@@ -126,7 +144,7 @@ def plot(paths: Sequence[str], out: str,
 def main(argv: List[str]) -> None:
   if len(argv) < 2:
     raise app.UsageError('Pass one or more run directories.')
-  print(f'wrote {plot(argv[1:], _OUT.value, _METRIC.value)}')
+  print(f'wrote {plot(argv[1:], _OUT.value, _METRICS.value)}')
 
 
 if __name__ == '__main__':

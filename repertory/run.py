@@ -3,9 +3,14 @@ r"""Trains any built-in agent on any environment, in any launch mode.
   python -m repertory.run                       # IMPALA on catch, local_mp
   python -m repertory.run --agent=seed --env=gym:CartPole-v1 \
       --num_actors=4 --config.learning_rate=3e-4 --lp_launch_type=local_mp
+  python -m repertory.run --agent=ppo --help    # every flag and PPO's fields
 
-`--config.<field>=<value>` overrides a field of the agent's `Config`; unknown
-agents, environments and fields are refused before anything starts. At the end
+The experiment flags (`--env`, `--num_actors`, `--max_actor_steps`, ...) are
+generated from `experiment.ExperimentConfig`, with its defaults and
+docstrings; `--config.<field>=<value>` overrides a field of the agent's
+`Config` (`ml_collections.config_flags`) and `--config.checkpoint.<field>`
+the checkpoint settings every agent shares. Unknown agents, environments
+and fields are refused before anything starts. At the end
 `<logdir>/results.json` holds the run's figures (and
 `<logdir>/attempts/<n>/results.json` those of each attempt; see
 docs/checkpoints.md).
@@ -16,6 +21,9 @@ were); a rerun whose settings differ from `<logdir>/config.json` is refused
 with the differing fields named (only the fields in `RESUMABLE_CHANGES` may
 change). Rerunning a finished run is refused unless `--max_actor_steps` is
 raised above the steps it took.
+
+A script of one's own gets the same command line with `run.run()` (after
+e.g. `agents.register(...)` and `flags.FLAGS.set_default('agent', ...)`).
 """
 
 import dataclasses
@@ -24,14 +32,17 @@ import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
 # one line on stderr); its warnings and errors still show.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+import shlex
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Tuple
+import typing
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
 from absl import logging
+from ml_collections import config_flags
 
 from repertory import agents
 from repertory import experiment as experiment_lib
@@ -41,25 +52,36 @@ from repertory import rundir
 from repertory.components import checkpointing
 from repertory.remote import flags as remote_flags
 
-_AGENT = flags.DEFINE_string('agent', 'impala',
-                             f'One of: {", ".join(sorted(agents.AGENTS))}.')
-_ENV = flags.DEFINE_string('env', 'catch', 'An environment spec, e.g. catch, '
-                           'gym:CartPole-v1, bsuite:memory_len/3.')
-_NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actor nodes.')
-_ENVS_PER_ACTOR = flags.DEFINE_integer(
-    'envs_per_actor', 8, 'Environments each actor steps per policy call.')
-_MAX_ACTOR_STEPS = flags.DEFINE_integer('max_actor_steps', 2_000_000,
-                                        'Actor-step budget of the run.')
-_STOP_AT_RETURN = flags.DEFINE_string(
-    'stop_at_return', 'auto',
-    'Stop once the mean return of the last 100 training episodes reaches this '
-    "value; 'auto' uses the environment's solved threshold where known "
-    f'({experiment_lib.SOLVED_RETURNS}), "never" runs the whole budget.')
-_EVAL_EPISODES = flags.DEFINE_integer('eval_episodes', 20,
-                                      'Final evaluation episodes.')
-_LOGDIR = flags.DEFINE_string('logdir', '', 'Run directory (default: '
-                              'runs/<agent>-<env>-<time>).')
-_SEED = flags.DEFINE_integer('seed', 0, 'Base random seed.')
+# ExperimentConfig fields that are not experiment flags: the launch type is
+# --lp_launch_type (repertory.launch's flag), the checkpoint settings are
+# --config.checkpoint.<field> (components.checkpointing).
+NOT_FLAGS = ('launch_type', 'checkpoint')
+# Help beyond the dataclass's docstring.
+_EXTRA_HELP = {
+    'agent': f'One of: {", ".join(sorted(agents.AGENTS))}.',
+    'logdir': "Empty: runs/<agent>-<env>-<time>.",
+}
+# Flags of earlier versions that no longer exist: name -> what replaced it.
+RENAMED_FLAGS: Dict[str, str] = {}
+
+
+def _define_experiment_flags() -> Dict[str, Any]:
+  """One absl flag per `ExperimentConfig` field, with its default and doc."""
+  docs = overrides_lib.field_docs(experiment_lib.ExperimentConfig)
+  holders = {}
+  for field in dataclasses.fields(experiment_lib.ExperimentConfig):
+    if field.name in NOT_FLAGS:
+      continue
+    default = field.default
+    text = ' '.join(filter(None, (docs.get(field.name, ''),
+                                  _EXTRA_HELP.get(field.name))))
+    define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
+              float: flags.DEFINE_float}.get(type(default), flags.DEFINE_string)
+    holders[field.name] = define(field.name, default, text)
+  return holders
+
+
+_EXPERIMENT_FLAGS = _define_experiment_flags()
 _MAX_RESTARTS = flags.DEFINE_integer(
     'max_restarts', 3, 'How many times a crashed actor, evaluator or '
     'environment worker node is restarted before the program fails.')
@@ -67,6 +89,21 @@ _RESTART_LEARNER = flags.DEFINE_bool(
     'restart_learner', False, 'Restart a crashed learner (up to '
     '--max_restarts times) from its latest checkpoint instead of stopping '
     'the program.')
+_SEEDS = flags.DEFINE_integer(
+    'seeds', 1, 'Run this many seeds (--seed, --seed + 1, ...), each a '
+    'separate program in <logdir>/<grid point>/seed<N>, and print a results '
+    'table across them (repertory.sweep).')
+_GRID = flags.DEFINE_multi_string(
+    'grid', [], 'A sweep over a flag: --grid=<flag>=<v1>,<v2>,... (e.g. '
+    '--grid=config.learning_rate=1e-3,3e-3); repeat for a grid.')
+_SWEEP_CONCURRENCY = flags.DEFINE_integer(
+    'sweep_concurrency', 1, 'Trials of a sweep run at once under '
+    '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
+# The flags `--help` shows (with --config.*); --helpfull shows every flag.
+SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
+                'seeds', 'grid', 'sweep_concurrency',
+                'lp_launch_type', 'ray_address', 'lp_resources',
+                'lp_termination_notice_secs')
 # Groups whose nodes are restarted after a crash (when the program has them).
 RESTARTABLE_GROUPS = ('actor', 'evaluator', 'environment')
 
@@ -74,6 +111,8 @@ CONFIG_PREFIX = '--config.'
 # Settings a resumed run may change: budgets, evaluation, where it runs.
 RESUMABLE_CHANGES = ('experiment.max_actor_steps',
                      'experiment.stop_at_return', 'experiment.eval_episodes',
+                     'experiment.eval_every_steps',
+                     'experiment.eval_every_seconds',
                      'experiment.launch_type',
                      'experiment.progress_every_seconds')
 
@@ -123,81 +162,70 @@ def split_config_overrides(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
   return rest, overrides
 
 
-def _stop_at_return(text: str, env: str):
-  if text == 'auto':
-    return experiment_lib.SOLVED_RETURNS.get(env)
-  if text == 'never':
-    return None
-  try:
-    return float(text)
-  except ValueError:
-    raise app.UsageError(f'--stop_at_return={text!r}: expected a number, '
-                         "'auto' or 'never'.") from None
-
-
-def _tail(path: str, stop: threading.Event) -> None:
-  """Echoes the monitor's progress lines while nodes run in other processes."""
-  position = 0
-  while not stop.wait(1.0):
-    if os.path.exists(path):
-      with open(path) as f:
-        f.seek(position)
-        text = f.read()
-        position = f.tell()
-      if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
+def build(config_overrides: Optional[Dict[str, str]] = None
+          ) -> Tuple[Any, Any, Any]:
   """Validates the flags and builds (config, experiment, program).
 
   An unknown agent, environment or config field, or a bad value, ends the
   process with one line naming it and the choices, before anything starts.
   """
   try:
-    return _build(config_overrides)
-  except (ValueError, ImportError) as e:
+    return _build(config_overrides or {})
+  except (ValueError, ImportError, TypeError) as e:
     sys.exit(f'repertory.run: error: {e}')
 
 
+def experiment_from_flags() -> experiment_lib.ExperimentConfig:
+  """The `ExperimentConfig` the command line describes."""
+  values = {name: holder.value for name, holder in _EXPERIMENT_FLAGS.items()}
+  values['launch_type'] = flags.FLAGS.lp_launch_type
+  if not values['logdir']:
+    env = str(values['env']).replace(':', '_').replace('/', '_')
+    values['logdir'] = os.path.join(
+        'runs', f'{values["agent"]}-{env}-{time.strftime("%Y%m%d-%H%M%S")}')
+  values['logdir'] = os.path.abspath(values['logdir'])
+  values['checkpoint'] = overrides_lib.apply(
+      checkpointing.CheckpointSettings(), _CHECKPOINT_OVERRIDES,
+      owner='the checkpoint settings')
+  return experiment_lib.ExperimentConfig(**values)
+
+
+def agent_config_from_flags(agent: Any,
+                            config_overrides: Dict[str, str]) -> Any:
+  """The agent's `Config`: `--config.*` (when `run()` defined the flag for
+  this agent), then `config_overrides`; validated by its `__post_init__`."""
+  config = agent.Config()
+  if 'config' in flags.FLAGS and isinstance(flags.FLAGS.config, agent.Config):
+    config = flags.FLAGS.config
+  overrides = dict(_CONFIG_NONES)
+  overrides.update(config_overrides)
+  owner = f'agent {flags.FLAGS.agent!r}'
+  return overrides_lib.apply(config, overrides, owner=owner)  # Validates.
+
+
 def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
-  agent = agents.get(_AGENT.value)
+  agent = agents.get(flags.FLAGS.agent)
   from repertory import environments  # pylint: disable=g-import-not-at-top
-  environments.make(_ENV.value).close()  # An unknown spec fails here, early.
-  launch_type = flags.FLAGS.lp_launch_type
-  logdir = _LOGDIR.value or os.path.join(
-      'runs', f'{_AGENT.value}-{_ENV.value.replace(":", "_").replace("/", "_")}'
-      f'-{time.strftime("%Y%m%d-%H%M%S")}')
-  config_overrides, checkpoint_overrides = checkpointing.split_overrides(
+  environments.make(flags.FLAGS.env).close()  # An unknown spec fails here.
+  config_overrides, checkpoint = checkpointing.split_overrides(
       config_overrides)
-  experiment = experiment_lib.ExperimentConfig(
-      agent=_AGENT.value,
-      env=_ENV.value,
-      num_actors=_NUM_ACTORS.value,
-      envs_per_actor=_ENVS_PER_ACTOR.value,
-      max_actor_steps=_MAX_ACTOR_STEPS.value,
-      stop_at_return=_stop_at_return(_STOP_AT_RETURN.value, _ENV.value),
-      eval_episodes=_EVAL_EPISODES.value,
-      seed=_SEED.value,
-      logdir=os.path.abspath(logdir),
-      launch_type=launch_type,
-      checkpoint=overrides_lib.apply(checkpointing.CheckpointSettings(),
-                                     checkpoint_overrides,
-                                     owner='the checkpoint settings'))
-  config = overrides_lib.apply(agent.Config(), config_overrides,
-                               owner=f'agent {_AGENT.value!r}')
+  _CHECKPOINT_OVERRIDES.update(checkpoint)
+  experiment = experiment_from_flags()
+  config = agent_config_from_flags(agent, config_overrides)
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
-      _AGENT.value, _ENV.value))  # --env=remote:<spec>: docs/remote.md
+      experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
   return config, experiment, program
 
 
-def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
+def main(argv: List[str],
+         config_overrides: Optional[Dict[str, str]] = None) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if _MAX_RESTARTS.value < 0:
     sys.exit(f'repertory.run: error: --max_restarts={_MAX_RESTARTS.value} '
              'must be >= 0.')
+  if _SEEDS.value > 1 or _GRID.value:
+    return run_sweep_from_flags()
   config, experiment, program = build(config_overrides)
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
@@ -213,35 +241,184 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
         + (' (resuming the run there)' if resuming else ''), flush=True)
-
-  stop_tail = threading.Event()
-  if experiment.launch_type in ('local_mp', 'ray'):
-    threading.Thread(
-        target=_tail, daemon=True,
-        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
-    ).start()
+  if resuming:
+    print(resumed_at(experiment.logdir), flush=True)
   groups = [g for g in RESTARTABLE_GROUPS if g in program.groups]
   if _RESTART_LEARNER.value:
     groups.append('learner')
   max_restarts = {g: _MAX_RESTARTS.value for g in groups}
   try:
-    launch.launch(program, launch_type=experiment.launch_type,
-                  logdir=os.path.join(experiment.logdir, 'nodes'),
-                  max_restarts=max_restarts,
-                  block=True)  # test_mt too: the results come at the end.
-  finally:
-    stop_tail.set()
-    results = attempt.end()
-  if results is None:
-    logging.warning('The run ended without writing %s.', results_path)
+    try:
+      result = experiment_lib.run_experiment(
+          config, experiment, program, max_restarts, write_config=False)
+    finally:
+      results = attempt.end()  # This attempt's record (repertory/rundir.py).
+  except KeyboardInterrupt:
+    sys.exit(interrupted_message(experiment.logdir))
+  except RuntimeError as e:
+    logging.warning('%s', e)
     sys.exit(1)
-  print(json.dumps(results, indent=2, sort_keys=True))
+  print(json.dumps(results if results is not None else result.results,
+                   indent=2, sort_keys=True))
 
 
-def run() -> None:
-  flags.FLAGS.set_default('lp_launch_type', 'local_mp')
-  argv, config_overrides = split_config_overrides(sys.argv)
-  app.run(lambda argv: main(argv, config_overrides), argv=argv)
+def resumed_at(logdir: str) -> str:
+  """'Resumed at actor_steps=..., learner_steps=...' from the saved counts."""
+  path = os.path.join(logdir, 'counts.json')
+  counts = {}
+  if os.path.exists(path):
+    with open(path) as f:
+      counts = json.load(f)
+  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
+                    if k in ('actor_steps', 'learner_steps'))
+  return f'Resumed at {steps or "the start (no counts saved)"} in {logdir}.'
+
+
+def interrupted_message(logdir: str) -> str:
+  """What Ctrl-C prints: where the checkpoint is and how to resume."""
+  args = [a for a in (_ORIGINAL_ARGV[1:] if _ORIGINAL_ARGV else sys.argv[1:])
+          if not a.startswith('--logdir')]
+  main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
+  program = ('python -m repertory.run'
+             if not main_file or main_file.endswith(
+                 os.path.join('repertory', 'run.py')) else
+             f'python {shlex.quote(main_file)}')
+  command = ' '.join([program, *map(shlex.quote, args),
+                      f'--logdir={shlex.quote(logdir)}'])
+  return (f'Stopped. Checkpoints are in {os.path.join(logdir, "checkpoints")}'
+          f' (counts in {os.path.join(logdir, "counts.json")}). Resume with:\n'
+          f'  {command}')
+
+
+def run_sweep_from_flags() -> None:
+  """`--seeds` / `--grid`: each trial a separate program (repertory.sweep)."""
+  from repertory import sweep  # pylint: disable=g-import-not-at-top
+  try:
+    grid = sweep.parse_grid(_GRID.value)
+  except ValueError as e:
+    sys.exit(f'repertory.run: error: {e}')
+  build()  # Refuses bad flags before the first trial starts.
+  logdir = experiment_from_flags().logdir
+  main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
+  if not main_file or main_file.endswith(
+      os.path.join('repertory', 'run.py')):
+    program = [sys.executable, '-m', 'repertory.run']
+  else:  # A script built on run.run(): its trials run the script.
+    program = [sys.executable, main_file]
+  table = sweep.run_sweep(
+      _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid, logdir=logdir,
+      base_seed=flags.FLAGS.seed,
+      use_tune=flags.FLAGS.lp_launch_type == 'ray',
+      concurrency=_SWEEP_CONCURRENCY.value)
+  print(table.to_string(index=False))
+  print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
+        f'curves: python -m repertory.plot {logdir}')
+
+
+# The command line as given (before `--config.<field>=none` was taken out).
+_ORIGINAL_ARGV: List[str] = []
+# `--config.<field>=none` of Optional fields (ml_collections cannot parse
+# them); applied after the flag.
+_CONFIG_NONES: Dict[str, str] = {}
+# `--config.checkpoint.<field>=...` (and the former agent field names):
+# the experiment's `CheckpointSettings`, not the agent's `Config`.
+_CHECKPOINT_OVERRIDES: Dict[str, str] = {}
+
+
+def _argv_value(argv: Sequence[str], name: str, default: Any) -> Any:
+  """The value of `--name=value` / `--name value` in `argv` (the last one)."""
+  value = default
+  for i, arg in enumerate(argv):
+    if arg.startswith(f'--{name}='):
+      value = arg.split('=', 1)[1]
+    elif arg == f'--{name}' and i + 1 < len(argv):
+      value = argv[i + 1]
+  return value
+
+
+def define_config_flag(agent_name: str, argv: Sequence[str]) -> List[str]:
+  """Defines `--config` (ml_collections) for the agent's `Config`; returns
+  `argv` without the `--config.<field>=none` arguments it cannot parse.
+
+  Exits with one line for an unknown agent or config field.
+  """
+  try:
+    agent = agents.get(agent_name)
+  except (ValueError, ImportError) as e:
+    sys.exit(f'repertory.run: error: {e}')
+  config = agent.Config()
+  hints = typing.get_type_hints(type(config))
+  fields = sorted(f.name for f in dataclasses.fields(config) if f.init)
+  kept = []
+  for arg in argv:
+    if arg.startswith(CONFIG_PREFIX):
+      name, sep, value = arg[len(CONFIG_PREFIX):].partition('=')
+      if not sep or not name:
+        sys.exit(f'repertory.run: error: Malformed config override {arg!r}: '
+                 'write --config.<field>=<value>.')
+      _, checkpoint = checkpointing.split_overrides({name: value})
+      if checkpoint:
+        _CHECKPOINT_OVERRIDES.update(checkpoint)
+        continue
+      if name not in fields:
+        sys.exit(f'repertory.run: error: Unknown config field {name!r} for '
+                 f'agent {agent_name!r}; known fields: {", ".join(fields)}. '
+                 f'See: python -m repertory.run --agent={agent_name} --help')
+      if value.lower() == 'none' and type(None) in typing.get_args(
+          hints[name]):
+        _CONFIG_NONES[name] = value
+        continue
+      try:  # One clear line for a value of the wrong type.
+        overrides_lib.apply(config, {name: value}, owner=f'agent {agent_name!r}')
+      except ValueError as e:
+        sys.exit(f'repertory.run: error: {e}')
+    kept.append(arg)
+  if 'config' not in flags.FLAGS:
+    config_flags.DEFINE_config_dataclass(
+        'config', config, f"Fields of agent {agent_name!r}'s Config: "
+        '--config.<field>=<value>.', sys_argv=kept)
+  return kept
+
+
+def usage(agent_name: str) -> str:
+  """What `--help` prints: this module's doc, the shared flags, the agent's
+  fields with their defaults and docs."""
+  lines = [(sys.modules[__name__].__doc__ or '').strip(), '', 'Flags:']
+  for name in SHARED_FLAGS:
+    if name in flags.FLAGS:
+      flag = flags.FLAGS[name]
+      lines.append(f'  --{name}: {flag.help} (default: {flag.default!r})')
+  lines += ['', f'--config.<field> of agent {agent_name!r}:',
+            overrides_lib.describe(agents.get(agent_name).Config()),
+            '', 'Every flag: --helpfull.']
+  return '\n'.join(lines)
+
+
+def _parse_flags(argv: List[str]) -> List[str]:
+  for arg in argv[1:]:
+    name = arg[2:].split('=', 1)[0] if arg.startswith('--') else None
+    if name in RENAMED_FLAGS:
+      sys.exit(f'repertory.run: error: --{name} was replaced: '
+               f'{RENAMED_FLAGS[name]}')
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    sys.exit(f'repertory.run: error: {e}')
+
+
+def run(argv: Optional[List[str]] = None) -> None:
+  """The command line of `python -m repertory.run`, for this or any script
+  (`--help` shows the shared flags and the chosen agent's fields)."""
+  argv = list(sys.argv if argv is None else argv)
+  _ORIGINAL_ARGV[:] = argv
+  if flags.FLAGS['lp_launch_type'].default == 'local_mt':
+    flags.FLAGS.set_default('lp_launch_type', 'local_mp')
+  agent_name = _argv_value(argv, 'agent', flags.FLAGS['agent'].default)
+  argv = define_config_flag(agent_name, argv)
+  if any(a in ('--help', '-h', '--helpshort', '-?') for a in argv[1:]):
+    print(usage(agent_name))
+    return
+  app.run(main, argv=argv, flags_parser=_parse_flags)
 
 
 if __name__ == '__main__':

@@ -60,3 +60,36 @@ def test_writes_a_png(tmp_path):
 def test_no_runs_is_a_clear_error(tmp_path):
   with pytest.raises(FileNotFoundError, match='progress.csv'):
     plot.find_runs([str(tmp_path)])
+
+
+def test_evaluation_rows_make_their_own_panel(tmp_path):
+  for seed in range(3):
+    run = tmp_path / 'sweep' / 'default' / f'seed{seed}'
+    _write_run(run, [0.1, 0.5, 0.9])
+    with open(run / 'progress.csv', 'a', newline='') as f:
+      csv.writer(f).writerow([250, 2.5, ''])  # An evaluation row's columns...
+    with open(run / 'progress.csv') as f:
+      rows = list(csv.DictReader(f))
+    for i, row in enumerate(rows):
+      row['eval_return_mean'] = str(0.2 * i + seed) if i % 2 else ''
+    with open(run / 'progress.csv', 'w', newline='') as f:
+      writer = csv.DictWriter(f, list(rows[0]))
+      writer.writeheader()
+      writer.writerows(rows)
+  data = plot.read_progress(str(tmp_path / 'sweep' / 'default' / 'seed1'),
+                            'eval_return_mean')
+  np.testing.assert_allclose(data['eval_return_mean'], [1.2, 1.6])
+  out = plot.plot([str(tmp_path / 'sweep')], str(tmp_path / 'c.png'))
+  with open(out, 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+  with pytest.raises(ValueError, match='No run has any of the columns'):
+    plot.plot([str(tmp_path / 'sweep')], str(tmp_path / 'd.png'), 'nope')
+
+
+def test_help_names_only_flags_that_exist():
+  from repertory import run  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  for flag in ('--seeds', '--logdir'):
+    assert flag in plot.__doc__
+    assert flag[2:] in flags.FLAGS, flag  # Defined by repertory.run.
+  del run

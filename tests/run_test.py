@@ -3,11 +3,13 @@ real run that writes results.json."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+from repertory import experiment as experiment_lib
 from repertory import run
 
 REQUIRED_RESULTS = ('agent', 'env', 'launch_type', 'num_actors', 'actor_steps',
@@ -48,6 +50,39 @@ def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
   assert not os.path.exists(logdir)  # Nothing was started or written.
 
 
+def test_help_shows_the_shared_flags_and_the_agents_fields():
+  result = _run('--agent=ppo', '--help', timeout=120)
+  assert result.returncode == 0, result.stderr[-2000:]
+  text = result.stdout
+  for flag in ('--lp_launch_type', '--max_actor_steps', '--eval_every_steps',
+               '--stop_at_return', '--num_actors'):
+    assert f'\n  {flag}: ' in text, flag
+  # One default per setting: the flag's is the dataclass's.
+  assert (f'(default: {experiment_lib.ExperimentConfig.max_actor_steps})'
+          in text)
+  assert "--config.<field> of agent 'ppo':" in text
+  assert '  unroll_length (int, default 32): steps each environment' in text
+  assert 'value_clip_epsilon (Optional[float], default 0.2)' in text
+
+
+def test_a_script_built_on_run_shows_the_same_help():
+  script = os.path.join(os.path.dirname(__file__), '..', 'examples',
+                        'custom_agent.py')
+  result = subprocess.run([sys.executable, script, '--help'],
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert '\n  --lp_launch_type: ' in result.stdout
+  assert "--config.<field> of agent 'a2c':" in result.stdout
+
+
+def test_unknown_flag_is_one_line():
+  result = _run('--max_actor_step=10', timeout=120)
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith('repertory.run: error: ')
+  assert 'max_actor_step' in last_line
+
+
 @pytest.mark.timeout(900)  # A whole run (start-up, TF tracing) in a subprocess.
 @pytest.mark.parametrize('agent', ['impala', 'seed'])
 def test_short_run_writes_results(tmp_path, agent):
@@ -57,7 +92,8 @@ def test_short_run_writes_results(tmp_path, agent):
                 '--max_actor_steps=300', '--eval_episodes=2',
                 f'--logdir={logdir}', '--config.unroll_length=5',
                 '--config.batch_size=2', '--config.max_queue_size=8',
-                '--config.hidden_sizes=16', timeout=800)
+                '--config.hidden_sizes=16', '--config.clip_rho_threshold=none',
+                timeout=800)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   with open(os.path.join(logdir, 'results.json')) as f:
     results = json.load(f)
@@ -69,4 +105,35 @@ def test_short_run_writes_results(tmp_path, agent):
   assert results['learner_steps'] >= 1
   assert 'actor_steps=' in result.stdout  # Live progress was shown.
   with open(os.path.join(logdir, 'config.json')) as f:
-    assert json.load(f)['agent']['unroll_length'] == 5
+    config = json.load(f)['agent']
+  assert config['unroll_length'] == 5 and config['hidden_sizes'] == [16]
+  assert config['clip_rho_threshold'] is None  # Optional fields take none.
+
+
+@pytest.mark.timeout(900)
+def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
+  logdir = os.path.join(tmp_path, 'run')
+  args = ['--lp_launch_type=local_mt', '--num_actors=1', '--envs_per_actor=2',
+          '--max_actor_steps=100000000', '--progress_every_seconds=1',
+          '--eval_episodes=1', '--config.unroll_length=5',
+          '--config.batch_size=2', '--config.hidden_sizes=16']
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'repertory.run', *args, f'--logdir={logdir}'],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  for line in process.stdout:  # Wait for the first progress line.
+    if 'actor_steps=' in line:
+      break
+  process.send_signal(signal.SIGINT)
+  stdout, stderr = process.communicate(timeout=300)
+  assert process.returncode != 0
+  assert 'Traceback' not in stderr, stderr[-3000:]
+  assert f'Checkpoints are in {logdir}/checkpoints' in stderr
+  resume = stderr.strip().splitlines()[-1].strip()
+  assert resume.startswith('python -m repertory.run ')
+  assert f'--logdir={logdir}' in resume and '--config.unroll_length=5' in resume
+  del stdout
+  # The rerun (with a budget already spent) says where it resumed.
+  result = _run(*args[:3], '--max_actor_steps=1', *args[4:],
+                f'--logdir={logdir}', timeout=800)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'Resumed at actor_steps=' in result.stdout

@@ -86,6 +86,38 @@ def registered() -> Dict[str, EnvironmentFactory]:
   return dict(_REGISTRY)
 
 
+# Launch types whose nodes run in other processes (which do not see this
+# process's `register` calls).
+OTHER_PROCESS_LAUNCH_TYPES = ('local_mp', 'ray')
+
+
+def registered_factory(spec: str) -> Optional[EnvironmentFactory]:
+  """The factory `register` added for `spec` (exact or prefix), else None."""
+  if spec in _REGISTRY:
+    return _REGISTRY[spec]
+  prefix, sep, _ = spec.partition(':')
+  return _REGISTRY.get(prefix + ':') if sep else None
+
+
+def check_reaches_nodes(spec: Any, launch_type: str) -> None:
+  """Refuses, with the fix, a spec registered in this process only when the
+  nodes run in other processes (where it would be unknown).
+
+  Raises:
+    ValueError: naming the spec, the launch type and the two fixes.
+  """
+  if (not isinstance(spec, str) or launch_type not in
+      OTHER_PROCESS_LAUNCH_TYPES or registered_factory(spec) is None):
+    return
+  factory = registered_factory(spec)
+  name = getattr(factory, '__qualname__', repr(factory))
+  raise ValueError(
+      f'Environment {spec!r} is registered in this process only, and '
+      f'launch type {launch_type!r} builds environments in other processes. '
+      f'Pass the factory itself as the environment (env={name}: it is '
+      'pickled to every node), or use launch type local_mt.')
+
+
 def _known_forms() -> str:
   forms = list(SPEC_FORMS)
   if _REGISTRY:

@@ -37,7 +37,7 @@ def test_program_runs_to_its_budget_in_test_mt(tmp_path, load_example):
   program = a2c.make_program(config, _experiment(tmp_path,
                                                  max_actor_steps=300))
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'actor'}
+                                 'evaluator', 'actor'}
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   assert launched.wait(timeout=240)

@@ -173,7 +173,8 @@ class A3CActor(core.Worker):
   def run(self) -> None:
     stop = launch.stop_event()
     try:
-      while not stop.is_set():
+      while not stop.is_set() and self._reporter.acquire(
+          self._config.unroll_length * self._num_envs):
         self.step()
     except Exception:  # pylint: disable=broad-except
       if stop.is_set():  # The learner went away while stopping.

@@ -118,7 +118,8 @@ class ImpalaActor(core.Worker):
     end = None if num_steps is None else self.steps + num_steps
     unroll = self._config.unroll_length
     while (stop is None or not stop.is_set()) and (
-        end is None or self.steps < end):
+        end is None or self.steps < end) and self._reporter.acquire(
+            self._num_envs):
       action, extras, next_state = self._policy.step(
           timestep.observation, state, timestep.first())
       timestep = self._env.step(action)

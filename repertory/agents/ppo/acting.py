@@ -158,7 +158,8 @@ class PPOActor(core.Worker):
   def run(self) -> None:
     stop = launch.stop_event()
     try:
-      while not stop.is_set():
+      while not stop.is_set() and self._reporter.acquire(
+          self._config.unroll_length * self._num_envs):
         wanted = None if self._version is None else self._version + 1
         version = self.wait_for_round(wanted, stop)
         if version is None:

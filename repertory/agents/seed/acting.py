@@ -102,7 +102,8 @@ class SeedActor(core.Worker):
     end = None if num_steps is None else self.steps + num_steps
     every = self._report_every
     while (stop is None or not stop.is_set()) and (
-        end is None or self.steps < end):
+        end is None or self.steps < end) and self._reporter.acquire(
+            self._num_envs):
       action = inference(
           self._actor_id, self._run_id, timestep.step_type, timestep.reward,
           timestep.discount, timestep.observation)

@@ -85,7 +85,8 @@ class BatchedActor(core.Worker):
         self._adder.add_first(self._timestep)
     end = None if num_steps is None else self.steps + num_steps
     while (stop is None or not stop.is_set()) and (
-        end is None or self.steps < end):
+        end is None or self.steps < end) and self._reporter.acquire(
+            self._num_envs):
       if self._adder is not None:
         self._adder.set_policy_version(self._policy.version)
       action, extras = self._policy.act(self._timestep.observation), ()

@@ -31,6 +31,7 @@ class ReplayActor(core.Worker):
   def _start_bookkeeping(self, num_envs: int, counter: Any,
                          monitor: Any) -> None:
     self._reporter = evaluation.ActorReporter(counter, monitor)
+    self._num_envs_stepped = num_envs  # Steps per call (the step budget).
     self._returns = np.zeros(num_envs)
     self._lengths = np.zeros(num_envs, np.int64)
     self._done_returns: List[float] = []
@@ -83,7 +84,8 @@ class ReplayActor(core.Worker):
   def run(self) -> None:
     stop = launch.stop_event()
     try:
-      while not stop.is_set():
+      while not stop.is_set() and self._reporter.acquire(
+          self._num_envs_stepped):
         self.step()
     finally:
       self.close()

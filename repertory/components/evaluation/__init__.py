@@ -8,4 +8,5 @@ from repertory.components.evaluation.episodes import ActorReporter
 from repertory.components.evaluation.episodes import EpisodeTracker
 from repertory.components.evaluation.evaluator import evaluate
 from repertory.components.evaluation.evaluator import EvaluationResult
+from repertory.components.evaluation.evaluator import PeriodicEvaluator
 from repertory.components.evaluation.monitor import RunMonitor

@@ -1,14 +1,21 @@
 """Episode bookkeeping for batched actors (no TensorFlow: env-only actors
 use it too)."""
 
+import os
+import socket
 import time
 from typing import Any, List, Tuple
+import uuid
 
 import numpy as np
+
+from repertory import launch
 
 # How often batched actors send their counts (`ActorReporter`): the
 # counters and the monitor lag by at most this much.
 REPORT_INTERVAL_S = 0.25
+# About how many seconds of steps an actor reserves per call to the budget.
+BUDGET_CHUNK_S = 0.25
 
 _FIRST = 0  # dm_env.StepType.FIRST
 _LAST = 2   # dm_env.StepType.LAST
@@ -52,11 +59,22 @@ class EpisodeTracker:
 
 class ActorReporter:
   """Sends actor steps to the counter and finished episodes to the run
-  monitor, through futures (never blocking the actor).
+  monitor, through futures (never blocking the actor); keeps the actor
+  within the run's step budget.
 
   With `min_interval_s` > 0, `report` only accumulates until that long has
   passed since the last send (a Ray call costs about as much as writing an
   unroll); `flush()` sends what is pending (call it when the actor stops).
+
+  Exact budgets: an actor loop that calls `acquire(n)` before each batched
+  step of `n` environment steps takes its steps from the monitor's
+  `StepsBudget` (`RunMonitor.acquire_steps`, one blocking call per chunk of
+  about `BUDGET_CHUNK_S` of steps) and its steps are counted there, not by
+  `report`. `acquire` returns False once the budget is spent (after the
+  program stops, inside a launched program), so::
+
+    while not stop.is_set() and reporter.acquire(num_envs):
+      ...  # one batched step
   """
 
   def __init__(self, counter: Any = None, monitor: Any = None,
@@ -70,6 +88,45 @@ class ActorReporter:
     self._steps = 0
     self._returns: List[float] = []
     self._lengths: List[int] = []
+    # Budget state (used once `acquire` is called with a monitor).
+    self._holder = f'{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    self._budgeted = False
+    self._allowance = 0   # Steps granted and not taken yet.
+    self._used = 0        # Steps taken since the last call to the monitor.
+    self._chunk = 0       # Steps asked for per call (adapts to the rate).
+    self._last_acquire = time.monotonic()
+
+  def acquire(self, num_steps: int) -> bool:
+    """True if the actor may take `num_steps` more steps (one batched step).
+
+    Blocks for one call to the monitor when the local allowance is spent.
+    Once the budget is spent it returns False: inside a launched program
+    only after the program is stopping (the actor has nothing left to do).
+    Without a monitor it always returns True.
+    """
+    if self._monitor is None:
+      return True
+    if self._allowance < num_steps:
+      first = not self._budgeted
+      self._budgeted = True
+      now = time.monotonic()
+      if self._used and now > self._last_acquire:  # Ask for ~BUDGET_CHUNK_S.
+        rate = self._used / (now - self._last_acquire)
+        self._chunk = int(rate * BUDGET_CHUNK_S)
+      wanted = max(self._chunk, num_steps * 4) - self._allowance
+      granted = self._monitor.acquire_steps(self._holder, self._used, wanted,
+                                            first)
+      self._last_acquire = now
+      self._used = 0
+      self._allowance += int(granted)
+      if self._allowance <= 0:
+        self.flush()
+        if launch.get_launch_type() is not None:
+          launch.stop_event().wait()  # The monitor stops the program.
+        return False
+    self._used += num_steps  # The last grant may be short of a whole step.
+    self._allowance = max(self._allowance - num_steps, 0)
+    return True
 
   def report(self, steps: int, returns: List[float],
              lengths: List[int]) -> None:
@@ -80,9 +137,14 @@ class ActorReporter:
       self.flush()
 
   def flush(self) -> None:
-    """Sends the pending steps and episodes now."""
+    """Sends the pending steps and episodes now (and, under a budget, the
+    steps used since the last call to the monitor)."""
     self._last_send = time.monotonic()
-    if self._counter is not None and self._steps:
+    if self._budgeted:
+      if self._used:
+        self._monitor.futures.acquire_steps(self._holder, self._used, 0, False)
+        self._used = 0
+    elif self._counter is not None and self._steps:
       self._counter.futures.increment(actor_steps=self._steps)
     if self._monitor is not None and self._returns:
       self._monitor.futures.record_episodes(returns=self._returns,

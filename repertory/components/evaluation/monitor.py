@@ -1,12 +1,23 @@
 """The run monitor: live progress, the stopping rule, and `results.json`.
 
 One `RunMonitor` node watches a whole program. Actors report finished episodes
-(`record_episodes`); everything else comes from the shared `Counter`, where
+(`record_episodes`) and take their steps from the monitor's exact
+`StepsBudget` (`acquire_steps`, through `evaluation.ActorReporter`); an
+evaluator node (`PeriodicEvaluator`) reports greedy evaluations
+(`record_evaluation`); everything else comes from the shared `Counter`, where
 actors add `actor_steps` and learners add `learner_steps`, `policy_lag_sum`,
-`policy_lag_items` (items consumed) and `dropped_stale`. Its `run()`
-loop prints a progress line every few seconds and, once the actor-step budget
-is spent (or the recent training return reaches `stop_at_return`), evaluates
-the final weights, writes `<logdir>/results.json` and stops the program.
+`policy_lag_items` (items consumed) and `dropped_stale`.
+
+Its `run()` loop prints a progress line every few seconds and stops the run
+as soon as it is done: the actor-step budget is spent, or the return judged
+by `stop_at_return` (the latest evaluation when there is an evaluator, else
+the mean of the last 100 training episodes) reaches it. It then evaluates the
+final weights, writes `<logdir>/results.json` and stops the program.
+
+Files: `progress.csv` (one row per progress line, one per evaluation, with
+`eval_return_mean`; what `repertory.plot` reads), `progress.log`, and
+TensorBoard event files under `tensorboard/monitor` (tags `progress/...`) and
+`tensorboard/evaluator` (tags `evaluation/...`), both keyed by actor steps.
 """
 
 import collections
@@ -21,11 +32,15 @@ import numpy as np
 
 from repertory import core
 from repertory import launch
+from repertory.components import counting
 from repertory.components import loggers
 from repertory.components.evaluation import evaluator
 
 # How many recent training episodes `episode_return_mean` averages over.
 RECENT_EPISODES = 100
+# The longest the monitor takes to notice the end of a run it was not told of
+# (actors that count through the counter rather than the budget).
+CHECK_EVERY_SECONDS = 0.25
 
 
 class RunMonitor:
@@ -50,6 +65,8 @@ class RunMonitor:
       insert are summarized (`tables/<name>/size`,
       `tables/<name>/samples_per_insert`).
     progress_every_seconds: period of the progress line.
+    judge_evaluation: `stop_at_return` judges the latest periodic evaluation
+      (`record_evaluation`) instead of the recent training episodes.
   """
 
   def __init__(self,
@@ -63,7 +80,8 @@ class RunMonitor:
                eval_episodes: int = 20,
                metadata: Optional[Mapping[str, Any]] = None,
                replay: Any = None,
-               progress_every_seconds: float = 5.0):
+               progress_every_seconds: float = 5.0,
+               judge_evaluation: bool = False):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
     self._counter = counter
@@ -81,6 +99,12 @@ class RunMonitor:
     self._returns = collections.deque(maxlen=RECENT_EPISODES)
     self._num_episodes = 0
     self._last_lag = (0.0, 0)  # (policy_lag_sum, policy_lag_items) last seen.
+    self._recent_lag = float('nan')  # Over the last interval that had items.
+    self._judge_evaluation = judge_evaluation
+    self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
+    self._budget: Optional[counting.StepsBudget] = None
+    self._wake = threading.Event()  # Set when the run may be done.
+    self._first_steps = None  # (actor_steps, time) at the first progress line.
     self._start = time.time()
     self._results: Optional[dict] = None
     os.makedirs(logdir, exist_ok=True)
@@ -93,8 +117,12 @@ class RunMonitor:
     self._progress_files = loggers.Dispatcher([
         loggers.CSVLogger(logdir, 'progress'),
         loggers.TensorBoardLogger(
-            os.path.join(logdir, 'tensorboard', 'monitor'), 'actor_steps'),
+            os.path.join(logdir, 'tensorboard', 'monitor'), 'actor_steps',
+            prefix='progress'),
     ])
+    self._evaluation_board = loggers.TensorBoardLogger(
+        os.path.join(logdir, 'tensorboard', 'evaluator'), 'actor_steps',
+        prefix='evaluation')
 
   # Called by actors and learners (usually through `handle.futures`).
 
@@ -111,6 +139,47 @@ class RunMonitor:
             f'{now:.3f},{float(r):g},{int(n)}\n'
             for r, n in zip(returns, lengths)))
         self._episodes_file.flush()
+    if not self._judge_evaluation and self._return_reached():
+      self._wake.set()
+
+  def acquire_steps(self, holder: str, used: int, wanted: int,
+                    first: bool = False) -> int:
+    """Counts `used` actor steps of `holder`; grants it up to `wanted` more
+    within the budget (`counting.StepsBudget.acquire`)."""
+    with self._lock:
+      if self._budget is None:  # Resumed runs continue from their count.
+        counted = int(self._counter.get_counts().get('actor_steps', 0))
+        self._budget = counting.StepsBudget(self._max_actor_steps, counted)
+    granted = self._budget.acquire(holder, used, wanted, first)
+    if used:
+      self._counter.increment(actor_steps=used)
+    if self._budget.exhausted():
+      self._wake.set()
+    return granted
+
+  def record_evaluation(self, actor_steps: int, learner_steps: int,
+                        evaluation: Mapping[str, Any],
+                        final: bool = False) -> None:
+    """Records a periodic evaluation (`EvaluationResult.as_dict('eval')`)
+    of the weights current at `actor_steps` (`final`: the last one, of the
+    final weights)."""
+    row = {'actor_steps': int(actor_steps),
+           'learner_steps': int(learner_steps),
+           'wall_seconds': time.time() - self._start}
+    row.update(evaluation)
+    with self._lock:
+      self._evaluation = dict(row)
+      self._progress_files.write(row)
+      self._evaluation_board.write(
+          {k[len('eval_'):] if k.startswith('eval_') else k: v
+           for k, v in row.items()})
+    if final:
+      return
+    self._log_line(f'evaluation at actor_steps={row["actor_steps"]}: '
+                   f'return={row["eval_return_mean"]:.3f} over '
+                   f'{row["eval_episodes"]} episodes')
+    if self._judge_evaluation and self._return_reached():
+      self._wake.set()
 
   def summary(self) -> Dict[str, Any]:
     """The current statistics of the run."""
@@ -131,11 +200,17 @@ class RunMonitor:
                                   if self._returns else float('nan')),
           'policy_lag_mean': lag_sum / lag_items if lag_items else float('nan'),
           'policy_lag_recent': ((lag_sum - last_sum) / (lag_items - last_items)
-                                if lag_items > last_items else float('nan')),
+                                if lag_items > last_items else
+                                self._recent_lag),
           'dropped_stale': int(counts.get('dropped_stale', 0)),
       }
     summary.update(self._table_summaries())
     return summary
+
+  def evaluation(self) -> Optional[Dict[str, Any]]:
+    """The latest periodic evaluation (None before the first)."""
+    with self._lock:
+      return dict(self._evaluation) if self._evaluation else None
 
   def results(self) -> Optional[dict]:
     """The final results once the run is done, else None."""
@@ -145,33 +220,49 @@ class RunMonitor:
 
   def run(self) -> None:
     stop = launch.stop_event()
+    next_progress = time.monotonic() + self._period
     try:
       while not stop.is_set():
-        stop.wait(self._period)
-        summary = self.summary()
-        self._log_progress(summary)
-        self._progress_files.write(summary)
-        counts = self._counter.get_counts()
-        self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
-                          int(counts.get('policy_lag_items', 0)))
-        if self._done(summary):
+        self._wake.wait(min(self._period, CHECK_EVERY_SECONDS))
+        self._wake.clear()
+        progress = time.monotonic() >= next_progress
+        if progress:
+          next_progress = time.monotonic() + self._period
+          summary = self.summary()
+          self._log_progress(summary)
+          with self._lock:
+            self._progress_files.write(summary)
+          counts = self._counter.get_counts()
+          lag = (float(counts.get('policy_lag_sum', 0.0)),
+                 int(counts.get('policy_lag_items', 0)))
+          if lag[1] > self._last_lag[1]:
+            self._recent_lag = ((lag[0] - self._last_lag[0]) /
+                                (lag[1] - self._last_lag[1]))
+          self._last_lag = lag
+        if self._done():
           self.finish()
           launch.stop()
           return
     finally:
-      self._progress_files.close()  # Flushes progress.csv and TensorBoard.
       with self._lock:
+        self._progress_files.close()  # Flushes progress.csv and TensorBoard.
+        self._evaluation_board.close()
         self._episodes_file.close()
 
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""
     summary = self.summary()
+    self._log_progress(summary)  # Where the run ended.
+    with self._lock:
+      self._progress_files.write(summary)  # The curves' last point.
     logging.info('Evaluating the final weights over %d episodes.',
                  self._eval_episodes)
     actor = self._make_eval_actor(self._variable_source)
     actor.update(wait=True)
     evaluation = evaluator.evaluate(self._make_environment(), actor,
                                     self._eval_episodes)
+    self.record_evaluation(summary['actor_steps'], summary['learner_steps'],
+                           evaluation.as_dict('eval'), final=True)
     results = dict(self._metadata)
     results.update(summary)
     results.update(evaluation.as_dict('eval'))
@@ -186,14 +277,27 @@ class RunMonitor:
     self._results = results
     return results
 
-  def _done(self, summary: Mapping[str, Any]) -> bool:
-    if summary['actor_steps'] >= self._max_actor_steps:
+  def _done(self) -> bool:
+    """True once the budget is spent or the judged return is reached."""
+    if self._budget is not None and self._budget.exhausted():
       return True
+    # Actors that do not take their steps from the budget count directly.
+    counts = self._counter.get_counts()
+    if int(counts.get('actor_steps', 0)) >= self._max_actor_steps:
+      return True
+    return self._return_reached()
+
+  def _return_reached(self) -> bool:
     if self._stop_at_return is None:
       return False
     with self._lock:
-      enough = len(self._returns) == RECENT_EPISODES
-    return enough and summary['episode_return_mean'] >= self._stop_at_return
+      if self._judge_evaluation:
+        value = (self._evaluation or {}).get('eval_return_mean', float('nan'))
+      elif len(self._returns) == RECENT_EPISODES:
+        value = float(np.mean(self._returns))
+      else:
+        return False
+    return bool(value >= self._stop_at_return)
 
   def _table_summaries(self) -> Dict[str, float]:
     """`tables/<name>/size` and `tables/<name>/samples_per_insert` (items
@@ -215,12 +319,29 @@ class RunMonitor:
           limiter.sample_stats.completed / inserts if inserts else float('nan'))
     return summaries
 
+  def _budget_part(self, actor_steps: int) -> str:
+    """'12.5% of 1000000, ETA 3m20s' (the rate since this monitor started)."""
+    if self._first_steps is None:
+      self._first_steps = (actor_steps, time.time())
+    share = 100.0 * actor_steps / self._max_actor_steps
+    done, since = actor_steps - self._first_steps[0], self._first_steps[1]
+    rate = done / max(time.time() - since, 1e-9)
+    left = max(self._max_actor_steps - actor_steps, 0)
+    if not done or not rate:
+      return f'{share:.1f}% of {self._max_actor_steps}'
+    eta = int(left / rate)
+    return (f'{share:.1f}% of {self._max_actor_steps}, ETA '
+            f'{eta // 3600}h{eta % 3600 // 60:02d}m' if eta >= 3600 else
+            f'{share:.1f}% of {self._max_actor_steps}, ETA '
+            f'{eta // 60}m{eta % 60:02d}s')
+
   def _log_progress(self, summary: Mapping[str, Any]) -> None:
     tables = ' '.join(f'{k[len("tables/"):-len("/size")]}={v}'
                       for k, v in summary.items()
                       if k.startswith('tables/') and k.endswith('/size'))
     self._log_line(
         f'actor_steps={summary["actor_steps"]} '
+        f'[{self._budget_part(summary["actor_steps"])}] '
         f'({summary["actor_steps_per_second"]:.0f}/s) '
         f'learner_steps={summary["learner_steps"]} '
         f'episodes={summary["episodes"]} '

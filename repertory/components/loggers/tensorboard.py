@@ -7,8 +7,10 @@ local paths here): `tf.summary` in eager mode
 creates a dozen `EagerTensor`s per value, and TensorFlow 2.15 on Python 3.11
 leaks 48 bytes for each (see `networks.GraphFunction`): a learner logging
 15 values and a histogram every 100 steps grew by ~13 KB per row. The files
-are the ones `tf.summary.scalar` / `tf.summary.histogram` write (tensor
-summaries with the 'scalars' / 'histograms' plugin metadata).
+hold scalars as `simple_value` summaries (what `tf.compat.v1.summary.scalar`
+writes; read by TensorBoard and by `EventAccumulator.Scalars`) and histograms
+as `tf.summary.histogram` writes them (tensor summaries with the
+'histograms' plugin metadata).
 """
 
 import os
@@ -25,16 +27,11 @@ HISTOGRAM_BUCKETS = 30
 
 
 def _scalar_value(tag: str, value: float):
+  """A scalar as `simple_value`: what TensorBoard's scalars dashboard and
+  `EventAccumulator.Scalars` read (a tensor summary is only seen by
+  `EventAccumulator.Tensors`)."""
   from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
-  from tensorboard.compat.proto import tensor_pb2  # pylint: disable=g-import-not-at-top
-  from tensorboard.compat.proto import types_pb2  # pylint: disable=g-import-not-at-top
-  return summary_pb2.Summary.Value(
-      tag=tag,
-      tensor=tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT,
-                                    float_val=[float(value)]),
-      metadata=summary_pb2.SummaryMetadata(
-          plugin_data=summary_pb2.SummaryMetadata.PluginData(
-              plugin_name='scalars')))
+  return summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
 
 
 def histogram_buckets(values: np.ndarray,
@@ -104,6 +101,7 @@ class TensorBoardLogger(base.Logger):
   `'charts/policy_lag_histogram': lag` with `lag` [B]); other values
   (strings, empty arrays) are skipped.
 
+  Tags are `<prefix>/<key>` with a `prefix` (e.g. the node: 'learner').
   The step is `values[steps_key]` when present (e.g. 'actor_steps' from a
   counter), else the number of rows written. Events reach the file at the
   first write after `flush_seconds` (a live TensorBoard lags by about that)
@@ -111,8 +109,9 @@ class TensorBoardLogger(base.Logger):
   """
 
   def __init__(self, logdir: str, steps_key: Optional[str] = None,
-               flush_seconds: float = 10.0):
+               flush_seconds: float = 10.0, prefix: str = ''):
     self._logdir = logdir
+    self._prefix = prefix.rstrip('/') + '/' if prefix else ''
     self._flush_seconds = flush_seconds
     self._steps_key = steps_key
     self._writer = None
@@ -131,11 +130,12 @@ class TensorBoardLogger(base.Logger):
     summary = summary_pb2.Summary()
     for key, value in values.items():
       if base.is_distribution(value):
-        summary.value.append(_histogram_value(key, base.to_numpy(value)))
+        summary.value.append(_histogram_value(self._prefix + key,
+                                              base.to_numpy(value)))
         continue
       value = base.to_scalar(value)
       if base.is_number(value):
-        summary.value.append(_scalar_value(key, value))
+        summary.value.append(_scalar_value(self._prefix + key, value))
     if summary.value:
       self._writer.add(event_pb2.Event(wall_time=time.time(), step=step,
                                              summary=summary))

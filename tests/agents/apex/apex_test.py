@@ -76,7 +76,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
   experiment = _experiment(tmp_path)
   program = apex.make_program(config, experiment)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'actor'}
+                                 'evaluator', 'actor'}
   assert len(program.groups['actor']) == 2
   learner_node = program.groups['learner'][0]
   learner_node.disable_run()

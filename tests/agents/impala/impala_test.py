@@ -157,7 +157,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
   experiment = _experiment(tmp_path, 'impala')
   program = impala.make_program(config, experiment)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'actor'}
+                                 'evaluator', 'actor'}
   assert len(program.groups['actor']) == 2
   versions, counts = testing.step_program_by_hand(
       program, program.groups['learner'][0])

@@ -108,7 +108,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
   experiment = _experiment(tmp_path)
   program = r2d2.make_program(config, experiment)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'actor'}
+                                 'evaluator', 'actor'}
   learner_node = program.groups['learner'][0]
   learner_node.disable_run()
   launched = launch.launch(program, launch_type='test_mt',

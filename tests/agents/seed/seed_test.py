@@ -88,7 +88,7 @@ def _experiment(tmp_path, **kwargs):
 def test_program_shape_by_placement(tmp_path):
   colocated = seed.make_program(seed.Config(**TINY), _experiment(tmp_path))
   assert set(colocated.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                   'actor'}
+                                   'evaluator', 'actor'}
   (learner_unit,) = colocated.groups['learner']
   assert isinstance(learner_unit, launch.MultiThreadingColocation)
   assert len(learner_unit.nodes) == 2  # The learner and one server.

@@ -1,5 +1,6 @@
 """Episode bookkeeping, evaluation episodes and the run monitor."""
 
+import csv
 import functools
 import json
 import os
@@ -127,9 +128,9 @@ def test_monitor_stops_early_at_the_return_threshold(tmp_path):
   monitor = _monitor(tmp_path, counter, max_actor_steps=10**9,
                      stop_at_return=0.9)
   monitor.record_episodes(returns=[1.0] * 99)
-  assert not monitor._done(monitor.summary())  # pylint: disable=protected-access
+  assert not monitor._done()  # pylint: disable=protected-access
   monitor.record_episodes(returns=[1.0])
-  assert monitor._done(monitor.summary())  # pylint: disable=protected-access
+  assert monitor._done()  # pylint: disable=protected-access
   assert isinstance(dm_env.StepType.FIRST, dm_env.StepType)
 
 
@@ -161,3 +162,82 @@ def test_actor_reporter_sends_at_most_once_per_interval_then_flushes():
     launched.stop(timeout=60)
   with pytest.raises(ValueError, match='min_interval_s'):
     evaluation.ActorReporter(None, None, min_interval_s=-1)
+
+
+def _budgeted_actor(counter, monitor, batch):
+  reporter = evaluation.ActorReporter(counter, monitor)
+  stop = launch.stop_event()
+  while not stop.is_set() and reporter.acquire(batch):
+    reporter.report(batch, [1.0], [batch])
+  reporter.flush()
+
+
+def _monitor_node(tmp_path, counter, **kwargs):
+  values = dict(counter=counter,
+                make_environment=functools.partial(environments.make, 'catch',
+                                                   seed=3),
+                make_eval_actor=functools.partial(FixedActor, 1),
+                variable_source=None, logdir=str(tmp_path), eval_episodes=2,
+                progress_every_seconds=3600)
+  values.update(kwargs)
+  return launch.CourierNode(evaluation.RunMonitor, **values)
+
+
+def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
+  """Three actors of 7-step batches against a budget of 1,000: the monitor
+  ends the run (without waiting for a progress tick) at 1,000 to 1,018."""
+  program = launch.Program('budget_test')
+  with program.group('counter'):
+    counter = program.add_node(launch.CourierNode(counting.Counter))
+  with program.group('monitor'):
+    monitor = program.add_node(_monitor_node(tmp_path, counter,
+                                             max_actor_steps=1_000))
+  with program.group('actor'):
+    for _ in range(3):
+      program.add_node(launch.PyNode(_budgeted_actor, counter, monitor, 7))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=120)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert 1_000 <= results['actor_steps'] <= 1_000 + 3 * 6
+
+
+def _count_slowly(counter):
+  stop = launch.stop_event()
+  while not stop.wait(0.02):
+    counter.increment(actor_steps=50)
+
+
+def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(tmp_path):
+  program = launch.Program('evaluator_test')
+  with program.group('counter'):
+    counter = program.add_node(launch.CourierNode(counting.Counter))
+  with program.group('monitor'):
+    monitor = program.add_node(_monitor_node(
+        tmp_path, counter, max_actor_steps=10**9, stop_at_return=-1.0,
+        judge_evaluation=True))
+  with program.group('evaluator'):
+    program.add_node(launch.CourierNode(
+        evaluation.PeriodicEvaluator, counter, monitor,
+        functools.partial(environments.make, 'catch', seed=5),
+        functools.partial(FixedActor, 1), None, num_episodes=3,
+        every_steps=500))
+  with program.group('actor'):
+    program.add_node(launch.PyNode(_count_slowly, counter))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=120)  # Stopped by the first evaluation.
+  with open(os.path.join(tmp_path, 'progress.csv')) as f:
+    rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
+  periodic, final = rows[:-1], rows[-1]
+  assert len(periodic) == 1 and int(periodic[0]['actor_steps']) >= 500
+  assert int(periodic[0]['eval_episodes']) == 3
+  assert int(final['eval_episodes']) == 2
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    assert json.load(f)['eval_episodes'] == 2
+
+
+def test_evaluator_needs_a_cadence():
+  with pytest.raises(ValueError, match='every_steps and/or every_seconds'):
+    evaluation.PeriodicEvaluator(None, None, None, None, None)

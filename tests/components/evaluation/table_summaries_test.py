@@ -79,14 +79,15 @@ def test_tables_sizes_and_samples_per_insert(tmp_path):
   assert results['tables/replay/size'] == 4
   assert results['tables/replay/samples_per_insert'] == 1.5
   with open(tmp_path / 'progress.csv') as f:
-    last = list(csv.DictReader(f))[-1]
+    # The last progress row (the final evaluation's row follows it).
+    last = [r for r in csv.DictReader(f) if not r['eval_return_mean']][-1]
   assert float(last['tables/replay/samples_per_insert']) == 1.5
   with open(tmp_path / 'progress.log') as f:
     assert 'queue=2 replay=4' in f.read()  # The live progress line.
-  written = [float(tf.make_ndarray(value.tensor))
+  written = [value.simple_value
              for path in glob.glob(os.path.join(tmp_path, 'tensorboard',
                                                 'monitor', '*'))
              for event in tf.compat.v1.train.summary_iterator(path)
              for value in event.summary.value
-             if value.tag == 'tables/replay/samples_per_insert']
+             if value.tag == 'progress/tables/replay/samples_per_insert']
   assert written and written[-1] == 1.5

@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from tensorboard.backend.event_processing import event_accumulator
 
 from repertory.components import loggers
 from repertory.components.loggers import tensorboard as loggers_tensorboard
@@ -117,8 +118,14 @@ def test_a_distribution_is_a_histogram_in_tensorboard_and_a_mean_elsewhere(
   assert buckets[:, 0].min() == 0 and buckets[:, 1].max() == 6
   [(_, one)] = events['learner/one']  # A batch of one is still a batch.
   assert one.metadata.plugin_data.plugin_name == 'histograms'
-  assert events['learner/learner_steps'][0][1].metadata.plugin_data \
-      .plugin_name == 'scalars'
+  # Scalars are simple values: what EventAccumulator.Scalars reads.
+  [(_, learner_steps)] = events['learner/learner_steps']
+  assert learner_steps.WhichOneof('value') == 'simple_value'
+  accumulator = event_accumulator.EventAccumulator(
+      os.path.join(tmp_path, 'tensorboard', 'learner'))
+  accumulator.Reload()
+  [scalar] = accumulator.Scalars('learner/learner_steps')
+  assert (scalar.step, scalar.value) == (5, 5.0)
   assert 'learner/none' not in events  # Nothing to draw.
 
 
@@ -138,7 +145,7 @@ def test_tensorboard_events_are_written_without_importing_tensorflow(
   events = _events(str(tmp_path))
   [(_, scalar)] = events['x']
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  assert float(tf.make_ndarray(scalar.tensor)) == 1.5
+  assert scalar.simple_value == 1.5
   [(_, histogram)] = events['lags']
   buckets = tf.make_ndarray(histogram.tensor)
   assert buckets.shape == (loggers_tensorboard.HISTOGRAM_BUCKETS, 3)

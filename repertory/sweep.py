@@ -1,0 +1,169 @@
+r"""Seeds and config grids: every trial a separate program with its own run
+directory, and one results table across them.
+
+  python -m repertory.run --agent=impala --env=gym:CartPole-v1 \
+      --max_actor_steps=100000 --seeds=3 --logdir=runs/cartpole
+  python -m repertory.run --seeds=2 --grid=config.learning_rate=1e-3,3e-3 \
+      --grid=num_actors=2,4 --logdir=runs/lr-actors
+
+Each trial is `python -m repertory.run` (or the script that called
+`run.run()`) with the sweep's flags plus `--seed=<seed + i>`, the grid point's
+flags and `--logdir=<logdir>/<grid point>/seed<i>`. On one machine the
+trials run one after another (each program uses every core); with
+`--lp_launch_type=ray` they are Ray Tune trials on the cluster, run
+`--sweep_concurrency` at a time. The table (`<logdir>/sweep.csv`, printed at
+the end) has a row per trial: its grid values, seed, run directory and the
+figures of its results.json. `python -m repertory.plot <logdir>` draws the
+trials, seeds as a mean with shading.
+
+From Python: `run_sweep(base_args, program, seeds=3, grid={...}, logdir=...)`
+returns the table as a pandas DataFrame.
+"""
+
+import itertools
+import json
+import os
+import subprocess
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+# Results columns the table keeps (besides the grid values and seed).
+TABLE_COLUMNS = ('actor_steps', 'learner_steps', 'wall_seconds',
+                 'actor_steps_per_second', 'episode_return_mean',
+                 'eval_return_mean', 'eval_return_std', 'policy_lag_mean')
+# Flags the sweep sets per trial; a sweep's own argument list may not.
+SWEEP_FLAGS = ('seeds', 'grid', 'logdir', 'seed', 'sweep_concurrency')
+
+
+def parse_grid(specs: Sequence[str]) -> Dict[str, List[str]]:
+  """`['config.learning_rate=1e-3,3e-3', 'num_actors=2,4']` ->
+  {'config.learning_rate': ['1e-3', '3e-3'], 'num_actors': ['2', '4']}."""
+  grid = {}
+  for spec in specs:
+    name, sep, values = spec.partition('=')
+    name = name.strip().lstrip('-')
+    if not sep or not name or not values:
+      raise ValueError(f'--grid={spec!r}: write --grid=<flag>=<v1>,<v2>,... '
+                       '(e.g. --grid=config.learning_rate=1e-3,3e-3).')
+    if name in SWEEP_FLAGS:
+      raise ValueError(f'--grid={spec!r}: {name} is set by the sweep itself '
+                       '(use --seeds and --logdir).')
+    grid[name] = [v.strip() for v in values.split(',')]
+  return grid
+
+
+def trials(grid: Mapping[str, Sequence[str]], seeds: int, base_seed: int,
+           logdir: str) -> List[Dict[str, Any]]:
+  """Every (grid point, seed): its flags, name and run directory."""
+  if seeds < 1:
+    raise ValueError(f'--seeds={seeds} must be >= 1.')
+  names = sorted(grid)
+  out = []
+  for values in itertools.product(*(grid[n] for n in names)):
+    point = dict(zip(names, values))
+    label = '_'.join(f'{n.replace("config.", "")}={v}'
+                     for n, v in point.items()) or 'default'
+    for i in range(seeds):
+      seed = base_seed + i
+      out.append({'point': point, 'seed': seed, 'label': label,
+                  'logdir': os.path.join(logdir, label, f'seed{seed}')})
+  return out
+
+
+def trial_command(program: Sequence[str], base_args: Sequence[str],
+                  trial: Mapping[str, Any]) -> List[str]:
+  """The command line of one trial: the program, the sweep's own flags
+  minus those the sweep sets, then the trial's."""
+  kept = [a for a in base_args
+          if a.lstrip('-').split('=', 1)[0] not in SWEEP_FLAGS]
+  return [*program, *kept, *(f'--{n}={v}' for n, v in trial['point'].items()),
+          f'--seed={trial["seed"]}', f'--logdir={trial["logdir"]}']
+
+
+def _run_trial(command: Sequence[str], logdir: str) -> Dict[str, Any]:
+  """Runs one trial's program to its end; returns its results.json."""
+  os.makedirs(logdir, exist_ok=True)
+  print(f'repertory.sweep: {" ".join(command)}', flush=True)
+  returncode = subprocess.call(list(command))
+  path = os.path.join(logdir, 'results.json')
+  if not os.path.exists(path):
+    return {'error': f'exit status {returncode}, no results.json'}
+  with open(path) as f:
+    return json.load(f)
+
+
+def _tune_trainable(trial_config: Dict[str, Any]) -> None:
+  from ray import tune  # pylint: disable=g-import-not-at-top
+  results = _run_trial(trial_config['command'], trial_config['logdir'])
+  tune.report({k: v for k, v in results.items()
+               if isinstance(v, (int, float, str)) or v is None})
+
+
+def _run_with_tune(commands: Sequence[List[str]], runs: Sequence[dict],
+                   logdir: str, concurrency: int) -> List[Dict[str, Any]]:
+  """The trials as Ray Tune trials on the cluster this process reaches."""
+  import ray  # pylint: disable=g-import-not-at-top
+  from ray import tune  # pylint: disable=g-import-not-at-top
+  if not ray.is_initialized():
+    ray.init(address=os.environ.get('RAY_ADDRESS', 'auto'))
+  space = {'trial': tune.grid_search([
+      {'command': c, 'logdir': r['logdir']} for c, r in zip(commands, runs)])}
+  tuner = tune.Tuner(
+      lambda config: _tune_trainable(config['trial']),
+      param_space=space,
+      tune_config=tune.TuneConfig(max_concurrent_trials=concurrency),
+      run_config=tune.RunConfig(name='tune',
+                                storage_path=os.path.abspath(logdir)))
+  grid = tuner.fit()
+  by_logdir = {}
+  for result in grid:
+    by_logdir[result.config['trial']['logdir']] = dict(result.metrics or {})
+  return [by_logdir.get(r['logdir'], {'error': 'no result'}) for r in runs]
+
+
+def run_sweep(base_args: Sequence[str], program: Sequence[str],
+              seeds: int = 1,
+              grid: Optional[Mapping[str, Sequence[str]]] = None,
+              logdir: str = 'runs/sweep', base_seed: int = 0,
+              use_tune: bool = False, concurrency: int = 1) -> Any:
+  """Runs every (grid point, seed) as its own program; returns the table
+  (a pandas DataFrame, also written to `<logdir>/sweep.csv`).
+
+  Args:
+    base_args: flags every trial gets (e.g. ['--agent=impala',
+      '--env=gym:CartPole-v1', '--max_actor_steps=100000']).
+    seeds: trials per grid point, seeds `base_seed`, `base_seed + 1`, ...
+    grid: flag name -> values (e.g. {'config.learning_rate': ['1e-3',
+      '3e-3']}); every combination is a grid point.
+    logdir: the sweep's directory; trial run directories go below it.
+    program: the command that runs one trial: `[sys.executable, '-m',
+      'repertory.run']`, or a script built on `run.run()`.
+    use_tune: run the trials as Ray Tune trials (on the Ray cluster that
+      `RAY_ADDRESS` or 'auto' names), `concurrency` at a time.
+  """
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  logdir = os.path.abspath(logdir)
+  runs = trials(dict(grid or {}), seeds, base_seed, logdir)
+  program = list(program)
+  commands = [trial_command(program, base_args, r) for r in runs]
+  os.makedirs(logdir, exist_ok=True)
+  if use_tune:
+    results = _run_with_tune(commands, runs, logdir, concurrency)
+  else:
+    results = [_run_trial(c, r['logdir']) for c, r in zip(commands, runs)]
+  rows = []
+  for run, result in zip(runs, results):
+    row = {'label': run['label'], **run['point'], 'seed': run['seed']}
+    row.update({k: result.get(k) for k in TABLE_COLUMNS})
+    if 'error' in result:
+      row['error'] = result['error']
+    row['logdir'] = run['logdir']
+    rows.append(row)
+  table = pd.DataFrame(rows)
+  table.to_csv(os.path.join(logdir, 'sweep.csv'), index=False)
+  return table
+
+
+def summarize(table: Any) -> Any:
+  """Mean and standard deviation over seeds of each grid point."""
+  numeric = [c for c in TABLE_COLUMNS if c in table]
+  return table.groupby('label')[numeric].agg(['mean', 'std'])

@@ -1,0 +1,78 @@
+"""Seeds and grids: every trial its own program and run directory, one
+results table; the Python experiment API."""
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory import sweep
+from repertory.agents import impala
+
+TINY = ('--lp_launch_type=local_mt', '--num_actors=1', '--envs_per_actor=2',
+        '--max_actor_steps=200', '--eval_episodes=2',
+        '--config.unroll_length=5', '--config.batch_size=2',
+        '--config.max_queue_size=8', '--config.hidden_sizes=16')
+
+
+def test_grid_and_trials():
+  grid = sweep.parse_grid(['config.learning_rate=1e-3,3e-3', 'num_actors=2'])
+  assert grid == {'config.learning_rate': ['1e-3', '3e-3'],
+                  'num_actors': ['2']}
+  runs = sweep.trials(grid, seeds=2, base_seed=5, logdir='/s')
+  assert [(r['label'], r['seed']) for r in runs] == [
+      ('learning_rate=1e-3_num_actors=2', 5),
+      ('learning_rate=1e-3_num_actors=2', 6),
+      ('learning_rate=3e-3_num_actors=2', 5),
+      ('learning_rate=3e-3_num_actors=2', 6)]
+  assert runs[1]['logdir'] == '/s/learning_rate=1e-3_num_actors=2/seed6'
+  command = sweep.trial_command(['prog'], ['--env=catch', '--seeds=2',
+                                           '--logdir=/s', '--seed=5'], runs[1])
+  assert command == ['prog', '--env=catch', '--config.learning_rate=1e-3',
+                     '--num_actors=2', '--seed=6',
+                     '--logdir=/s/learning_rate=1e-3_num_actors=2/seed6']
+
+
+@pytest.mark.parametrize('spec, message', [
+    ('learning_rate', 'write --grid=<flag>=<v1>,<v2>'),
+    ('seed=1,2', 'set by the sweep itself')])
+def test_bad_grid_is_one_clear_error(spec, message):
+  with pytest.raises(ValueError, match=message):
+    sweep.parse_grid([spec])
+
+
+@pytest.mark.timeout(900)
+def test_seeds_from_one_command_give_a_table(tmp_path):
+  logdir = str(tmp_path / 'sweep')
+  result = subprocess.run(
+      [sys.executable, '-m', 'repertory.run', *TINY, '--seeds=2',
+       f'--logdir={logdir}'], capture_output=True, text=True, timeout=800)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  table = pd.read_csv(os.path.join(logdir, 'sweep.csv'))
+  assert list(table['seed']) == [0, 1]
+  for _, row in table.iterrows():
+    assert row['logdir'] == os.path.join(logdir, 'default', f'seed{row.seed}')
+    assert os.path.exists(os.path.join(row['logdir'], 'config.json'))
+    assert 200 <= row['actor_steps'] <= 202
+  assert 'sweep.csv' in result.stdout
+
+
+def test_run_experiment_returns_results_and_progress(tmp_path, capsys):
+  experiment = experiment_lib.ExperimentConfig(
+      agent='impala', env='catch', num_actors=1, envs_per_actor=2,
+      max_actor_steps=300, eval_episodes=2, eval_every_steps=100,
+      logdir=str(tmp_path), launch_type='test_mt',
+      progress_every_seconds=0.2)
+  config = impala.Config(unroll_length=4, batch_size=2, hidden_sizes=(16,),
+                         max_queue_size=8)
+  result = experiment_lib.run_experiment(config, experiment)
+  assert 300 <= result.results['actor_steps'] <= 301
+  assert result.results['eval_episodes'] == 2
+  assert os.path.exists(os.path.join(tmp_path, 'config.json'))
+  evaluations = result.evaluations()
+  assert len(evaluations) >= 1
+  assert evaluations['actor_steps'].iloc[-1] == result.results['actor_steps']
+  assert 'actor_steps=' in capsys.readouterr().out  # Progress was shown.
