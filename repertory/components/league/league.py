@@ -185,7 +185,8 @@ class League:
         self._store.tag(index, player)
         self._weights[player] = (int(version), dict(weights))
       self._players.append({'id': player, 'role': role,
-                            'version': int(version), 'step': int(step)})
+                            'version': int(version), 'step': int(step),
+                            'time': time.time()})
       self._elo.set(player, self._elo[role])  # It starts where its learner is.
       self._last_snapshot[role] = {'step': int(step), 'games': 0,
                                    'points': 0.0}

@@ -22,6 +22,8 @@ from repertory.environments.multiagent.base import player_view
 from repertory.environments.multiagent.base import PlayerSpec
 from repertory.environments.multiagent.base import SIMULTANEOUS
 from repertory.environments.multiagent.base import TERMINAL
+from repertory.environments.multiagent.versus import RandomOpponent
+from repertory.environments.multiagent.versus import VersusEnvironment
 
 
 def make_openspiel(game: str, seed: Optional[int] = None, **kwargs):
@@ -39,3 +41,4 @@ def make_pettingzoo(name: str, seed: Optional[int] = None, **kwargs):
                      "'/parallel' (the parallel API).")
   return pettingzoo_adapter.PettingZooEnvironment(
       module, seed=seed, api='parallel' if sep else 'aec', **kwargs)
+

@@ -1,0 +1,149 @@
+"""The self-play learner: advantage actor-critic on per-player trajectories,
+snapshots offered to the league.
+
+Items (`SequenceAdder`, zero-padded, one per player per game), `[B, L]`:
+observation o_t at the player's t-th turn, its action a_t, the reward r_t it
+received until its next turn (or the end), discount d_t (0 into the end),
+step_type (LAST at the final observation and the padding). Time-major,
+T = L - 1 transitions, valid where step_type[t] != LAST:
+
+    R_t = r_t + γ d_t R_{t+1},  R_T = 0         (whole games: no bootstrap)
+    loss = mean[ -mask log π(a_t|o_t) (R_t - V(o_t))
+                 + baseline_cost ½ (R_t - V(o_t))² - entropy_cost mask H ]
+
+(`losses.actor_critic_loss_from_log_probs`). Every step publishes the
+weights; every `snapshot_every_steps` the league is offered a snapshot
+(`league.maybe_add`: it adds one on its schedule or margin).
+"""
+
+import os
+import time
+from typing import Any, Optional
+
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+
+from repertory import core
+from repertory import launch
+from repertory.agents.selfplay import config as config_lib
+from repertory.agents.selfplay import networks as networks_lib
+from repertory.components import learners
+from repertory.components import loggers
+from repertory.components import losses
+from repertory.components import model_store
+from repertory.components import networks
+from repertory.components import replay as replay_lib
+from repertory.components import variables
+
+_LAST = 2  # dm_env.StepType.LAST
+
+
+class SelfPlayLearner(core.Learner):
+  """A2C updates on batches of per-player trajectories."""
+
+  def __init__(self, config: config_lib.Config, spec: Any, replay: Any,
+               counter: Any, league: Any, logdir: Optional[str] = None,
+               role: str = 'main'):
+    self._config, self._counter, self._league = config, counter, league
+    self._role = role
+    self._network = networks_lib.make_network(spec, config.hidden_sizes)
+    self._optimizer = snt.optimizers.Adam(config.learning_rate)
+    learners.create_optimizer_state(self._optimizer,
+                                    self._network.trainable_variables)
+    self._store = variables.VariableStore({config_lib.POLICY: self._weights()})
+    self._steps = 0
+    self._guard = None
+    if logdir:
+      self._guard = learners.FaultTolerance(
+          model_store.ModelStore(
+              os.path.join(logdir, 'checkpoints'),
+              {'network': self._network, 'optimizer': self._optimizer},
+              checkpoint_every_steps=config.checkpoint_every_steps),
+          self._store, lambda: {config_lib.POLICY: self._weights()})
+      restored = self._guard.resume()
+      if restored is not None:
+        self._steps = restored.step
+    self._replay = replay
+    self._iterator = None
+    self._logger = loggers.make_logger(
+        'learner', os.path.join(logdir, 'learner') if logdir else None)
+    self._sgd = tf.function(self._sgd_step, autograph=False)
+    self._last_log = time.time()
+
+  def _weights(self):
+    return networks.get_variables(self._network)
+
+  @property
+  def version(self) -> int:
+    return self._store.version
+
+  def get_variables(self, names) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  def variables_channel_address(self) -> str:
+    return self._store.variables_channel_address()
+
+  def _sgd_step(self, data):
+    c = self._config
+    time_major = lambda x: tf.nest.map_structure(  # pylint: disable=g-long-lambda
+        lambda t: tf.transpose(t, [1, 0] + list(range(2, t.shape.rank))), x)
+    observation = time_major(data['observation'])       # [L, B, ...]
+    step_type = tf.transpose(data['step_type'])          # [L, B]
+    action = tf.transpose(data['action'])[:-1]           # [T, B]
+    reward = tf.transpose(data['reward'])[:-1]
+    discount = tf.transpose(data['discount'])[:-1]
+    mask = tf.cast(step_type[:-1] != _LAST, tf.float32)  # [T, B]
+    with tf.GradientTape() as tape:
+      logits, values = networks_lib.masked_outputs(self._network, observation)
+      logits = logits[:-1]                               # [T, B, A]
+      loss = losses.actor_critic_loss_from_log_probs(
+          mask * losses.categorical_log_prob(logits, action),
+          mask * losses.categorical_entropy(logits), values[:-1],
+          tf.zeros_like(values[-1]), reward, c.discount * discount,
+          c.baseline_cost, c.entropy_cost)
+    variables_ = self._network.trainable_variables
+    gradients = tape.gradient(loss.loss, variables_)
+    gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
+    applied = learners.apply_if_finite(self._optimizer, gradients, variables_,
+                                       loss.loss)
+    return dict(loss.extra, total=loss.loss, gradient_norm=norm,
+                applied=applied)
+
+  def step(self) -> None:
+    if self._iterator is None:
+      dataset = replay_lib.make_dataset(
+          self._replay, config_lib.TABLE, self._config.batch_size,
+          prefetch_size=1,
+          max_in_flight_samples_per_worker=self._config.batch_size)
+      self._iterator = replay_lib.StarvationLoggingIterator(
+          iter(dataset), self._replay, config_lib.TABLE)
+    sample = next(self._iterator)
+    lag = replay_lib.policy_lag(sample.data['policy_version'], self.version)
+    metrics = self._sgd(sample.data)
+    applied = bool(metrics.pop('applied'))
+    if self._guard is not None and self._guard.stopped:
+      return
+    if applied:
+      self._store.publish({config_lib.POLICY: self._weights()})
+    self._steps += 1
+    if self._guard is not None:
+      self._guard.record_update(applied, self._steps)
+    self._counter.futures.increment(learner_steps=1,
+                                    policy_lag_items=len(lag),
+                                    policy_lag_sum=int(lag.sum()))
+    c = self._config
+    if self._steps % min(c.snapshot_every_steps or 50, 50) == 0:
+      self._league.futures.maybe_add(self._weights(), self.version,
+                                     self._steps, self._role)
+    if self._steps % c.learner_log_every == 0:
+      record = {f'losses/{k}': float(v) for k, v in metrics.items()}
+      record.update({'learner/version': self.version,
+                     'learner/steps': self._steps,
+                     'charts/policy_lag': float(np.mean(lag))})
+      record.update(self._league.summary())
+      self._logger.write(record)
+
+  def run(self) -> None:
+    launch.run_until_stop(self.step)
+    self._logger.close()
