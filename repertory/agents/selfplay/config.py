@@ -4,11 +4,12 @@ import dataclasses
 from typing import Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
+POLICY_LOSSES = ('neurd', 'a2c')
 
 
 @dataclasses.dataclass
 class Config:
-  """Self-play against a league of frozen snapshots (actor-critic learner).
+  """Self-play against a league of frozen snapshots (NeuRD or A2C learner).
 
   Attributes:
     matchmaking: how actors pick each episode's opponent: 'latest' (naive
@@ -16,11 +17,15 @@ class Config:
       'uniform' (fictitious self-play over the pool), 'pfsp' (AlphaStar's
       prioritized fictitious self-play, weight (1 - win rate)^2),
       'pfsp_variance' (weight p (1 - p)).
+    policy_loss: 'neurd' (Neural Replicator Dynamics: every legal action's
+      logit follows its advantage under the Q critic) or 'a2c' (the sampled
+      action's log-probability times its advantage); see learning.py.
+    neurd_clip: NeuRD pushes no logit beyond ±this.
     batch_size: per-player trajectories per learner step.
     learning_rate: Adam's learning rate.
     discount: γ on top of the game's discount (1: episodic games).
     entropy_cost: weight of the entropy bonus.
-    baseline_cost: weight of the value loss.
+    baseline_cost: weight of the critic's (Q) loss.
     max_gradient_norm: gradients are clipped to this global norm.
     hidden_sizes: widths of the MLP torso.
     max_player_steps: the most moves one player makes in a game (items hold
@@ -43,10 +48,12 @@ class Config:
     learner_log_every: learner metrics every this many steps.
   """
   matchmaking: str = 'latest'
+  policy_loss: str = 'neurd'
+  neurd_clip: float = 10.0
   batch_size: int = 64
   learning_rate: float = 1e-3
   discount: float = 1.0
-  entropy_cost: float = 0.01
+  entropy_cost: float = 0.0
   baseline_cost: float = 0.5
   max_gradient_norm: float = 10.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
@@ -66,6 +73,9 @@ class Config:
     if self.matchmaking not in MATCHMAKING:
       raise ValueError(f'Config.matchmaking={self.matchmaking!r}; choose one '
                        f'of {", ".join(MATCHMAKING)}.')
+    if self.policy_loss not in POLICY_LOSSES:
+      raise ValueError(f'Config.policy_loss={self.policy_loss!r}; choose one '
+                       f'of {", ".join(POLICY_LOSSES)}.')
     for name in ('batch_size', 'variable_update_period',
                  'report_every_games', 'checkpoint_every_steps',
                  'learner_log_every', 'min_games'):

@@ -1,19 +1,31 @@
-"""The self-play learner: advantage actor-critic on per-player trajectories,
-snapshots offered to the league.
+"""The self-play learner: NeuRD (or A2C) with an action-value critic on
+per-player trajectories; snapshots offered to the league.
 
 Items (`SequenceAdder`, zero-padded, one per player per game), `[B, L]`:
-observation o_t at the player's t-th turn, its action a_t, the reward r_t it
-received until its next turn (or the end), discount d_t (0 into the end),
-step_type (LAST at the final observation and the padding). Time-major,
-T = L - 1 transitions, valid where step_type[t] != LAST:
+observation o_t at the player's t-th turn (with its legal actions), its
+action a_t, the reward r_t it received until its next turn (or the end),
+discount d_t (0 into the end), step_type (LAST at the final observation and
+the padding). Time-major, T = L - 1 transitions, valid where
+step_type[t] != LAST (mask m_t):
 
-    R_t = r_t + γ d_t R_{t+1},  R_T = 0         (whole games: no bootstrap)
-    loss = mean[ -mask log π(a_t|o_t) (R_t - V(o_t))
-                 + baseline_cost ½ (R_t - V(o_t))² - entropy_cost mask H ]
+    G_t = r_t + γ d_t G_{t+1},  G_T = 0       (whole games: no bootstrap)
+    critic:  ½ m_t (G_t - Q(o_t, a_t))²
+    V(o_t) = Σ_a π(a|o_t) Q(o_t, a),   A(o_t, a) = Q(o_t, a) - V(o_t)
+    'neurd': -m_t Σ_{a legal} A(o_t, a) y_a(o_t)   (Hennes et al. 2020, Neural
+             Replicator Dynamics: the logits y follow the advantages of ALL
+             legal actions, so an action the policy stopped playing still
+             gets its signal; a logit beyond ±neurd_clip gets no further push
+             outward)
+    'a2c':   -m_t log π(a_t|o_t) (G_t - V(o_t))
+    minus entropy_cost · m_t H(π(·|o_t)).
 
-(`losses.actor_critic_loss_from_log_probs`). Every step publishes the
-weights; every `snapshot_every_steps` the league is offered a snapshot
-(`league.maybe_add`: it adds one on its schedule or margin).
+Self-play with a no-regret rule like NeuRD cycles around an equilibrium of a
+zero-sum game; the average of its snapshots (the league's pool, as
+fictitious play averages) converges to it.
+
+Every step publishes the weights; the league is offered a snapshot every
+min(snapshot_every_steps, 50) steps (`league.maybe_add` adds one on its
+schedule or margin).
 """
 
 import os
@@ -88,27 +100,50 @@ class SelfPlayLearner(core.Learner):
     c = self._config
     time_major = lambda x: tf.nest.map_structure(  # pylint: disable=g-long-lambda
         lambda t: tf.transpose(t, [1, 0] + list(range(2, t.shape.rank))), x)
-    observation = time_major(data['observation'])       # [L, B, ...]
-    step_type = tf.transpose(data['step_type'])          # [L, B]
-    action = tf.transpose(data['action'])[:-1]           # [T, B]
-    reward = tf.transpose(data['reward'])[:-1]
+    observation = time_major(data['observation'])          # [L, B, ...]
+    legal = observation['legal_actions'][:-1]               # [T, B, A]
+    step_type = tf.transpose(data['step_type'])             # [L, B]
+    action = tf.cast(tf.transpose(data['action'])[:-1], tf.int32)  # [T, B]
+    reward = tf.transpose(data['reward'])[:-1]              # [T, B]
     discount = tf.transpose(data['discount'])[:-1]
-    mask = tf.cast(step_type[:-1] != _LAST, tf.float32)  # [T, B]
+    mask = tf.cast(step_type[:-1] != _LAST, tf.float32)     # [T, B]
+    returns = losses.discounted_returns(                    # G_t [T, B]
+        reward, c.discount * discount, tf.zeros_like(reward[0]))
     with tf.GradientTape() as tape:
-      logits, values = networks_lib.masked_outputs(self._network, observation)
-      logits = logits[:-1]                               # [T, B, A]
-      loss = losses.actor_critic_loss_from_log_probs(
-          mask * losses.categorical_log_prob(logits, action),
-          mask * losses.categorical_entropy(logits), values[:-1],
-          tf.zeros_like(values[-1]), reward, c.discount * discount,
-          c.baseline_cost, c.entropy_cost)
+      out = self._network(observation['observation'])
+      logits = out.logits[:-1]                              # [T, B, A]
+      q = out.q[:-1]                                        # [T, B, A]
+      masked = networks_lib.masked_logits(logits, legal)
+      pi = tf.nn.softmax(masked)                            # [T, B, A]
+      q_taken = tf.gather(q, action, batch_dims=2)          # [T, B]
+      critic_loss = 0.5 * tf.square(returns - q_taken)
+      v = tf.reduce_sum(tf.stop_gradient(pi) * q, axis=-1)  # [T, B]
+      advantage = tf.stop_gradient(q - v[..., None]) * legal  # [T, B, A]
+      if c.policy_loss == 'neurd':
+        outward_ok = tf.where(advantage > 0, logits < c.neurd_clip,
+                              logits > -c.neurd_clip)
+        policy_loss = -tf.reduce_sum(
+            advantage * tf.cast(outward_ok, tf.float32) * logits, axis=-1)
+      else:
+        policy_loss = -losses.categorical_log_prob(masked, action) * (
+            tf.stop_gradient(returns - v))
+      entropy = losses.categorical_entropy(masked)          # [T, B]
+      per_step = (policy_loss + c.baseline_cost * critic_loss -
+                  c.entropy_cost * entropy)
+      loss = tf.reduce_sum(mask * per_step) / tf.maximum(
+          tf.reduce_sum(mask), 1.0)
     variables_ = self._network.trainable_variables
-    gradients = tape.gradient(loss.loss, variables_)
+    gradients = tape.gradient(loss, variables_)
     gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
     applied = learners.apply_if_finite(self._optimizer, gradients, variables_,
-                                       loss.loss)
-    return dict(loss.extra, total=loss.loss, gradient_norm=norm,
-                applied=applied)
+                                       loss)
+    valid = tf.maximum(tf.reduce_sum(mask), 1.0)
+    return {'total': loss,
+            'critic': tf.reduce_sum(mask * critic_loss) / valid,
+            'policy': tf.reduce_sum(mask * policy_loss) / valid,
+            'entropy': tf.reduce_sum(mask * entropy) / valid,
+            'mean_return': tf.reduce_sum(mask * returns) / valid,
+            'gradient_norm': norm, 'applied': applied}
 
   def step(self) -> None:
     if self._iterator is None:

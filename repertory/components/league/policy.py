@@ -1,9 +1,12 @@
 """A policy-value MLP in numpy: acting for many frozen opponents at once.
 
 An actor meeting a different snapshot in every game cannot afford one
-TensorFlow call per snapshot per step; this evaluates the weights of a
-`PolicyValueNetwork(MLPTorso(...), num_actions)` (as `networks.get_variables`
-names them) with numpy, legal-action masks applied:
+TensorFlow call per snapshot per step; this evaluates the weights of an MLP
+torso with a linear policy head (and optionally a linear value head), named
+as `networks.get_variables` names those of
+`PolicyValueNetwork(MLPTorso(...), num_actions)` ('torso/mlp/layers/<i>/w',
+'head/policy/w', 'head/value/w', ...), with numpy, legal-action masks
+applied:
 
     policy = MLPPolicy(weights)                  # {'torso/mlp/layers/0/w': ...}
     actions, log_probs = policy.act(observations, legal, rng)   # [B], [B]
@@ -40,18 +43,22 @@ class MLPPolicy:
         for _, name in layers]
     self._policy = (np.asarray(weights['head/policy/w'], np.float32),
                     np.asarray(weights['head/policy/b'], np.float32))
-    self._value = (np.asarray(weights['head/value/w'], np.float32),
-                   np.asarray(weights['head/value/b'], np.float32))
+    self._value = None  # Optional: acting needs the policy only.
+    if 'head/value/w' in weights:
+      self._value = (np.asarray(weights['head/value/w'], np.float32),
+                     np.asarray(weights['head/value/b'], np.float32))
 
   def __call__(self, observations: np.ndarray
                ) -> Tuple[np.ndarray, np.ndarray]:
-    """`[B, *obs]` -> (logits `[B, A]`, values `[B]`), unmasked."""
+    """`[B, *obs]` -> (logits `[B, A]`, values `[B]` or None), unmasked."""
     x = np.asarray(observations, np.float32)
     x = x.reshape(x.shape[0], -1)
     for w, b in self._layers:
       x = np.maximum(x @ w + b, 0.0)  # MLPTorso: relu, activate_final.
-    return x @ self._policy[0] + self._policy[1], (x @ self._value[0] +
-                                                   self._value[1])[:, 0]
+    logits = x @ self._policy[0] + self._policy[1]
+    if self._value is None:
+      return logits, None
+    return logits, (x @ self._value[0] + self._value[1])[:, 0]
 
   def probabilities(self, observations: np.ndarray,
                     legal: np.ndarray) -> np.ndarray:
