@@ -30,7 +30,7 @@ schedule or margin).
 
 import os
 import time
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import sonnet as snt
@@ -49,6 +49,50 @@ from repertory.components import replay as replay_lib
 from repertory.components import variables
 
 _LAST = 2  # dm_env.StepType.LAST
+
+
+class SelfPlayLoss(NamedTuple):
+  """The loss and its parts, each a masked mean over valid steps."""
+  total: tf.Tensor
+  critic: tf.Tensor
+  policy: tf.Tensor
+  entropy: tf.Tensor
+  mean_return: tf.Tensor
+
+
+def selfplay_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,
+                  a_t: tf.Tensor, r_t: tf.Tensor, discount_t: tf.Tensor,
+                  step_type_t: tf.Tensor, config: config_lib.Config
+                  ) -> SelfPlayLoss:
+  """The loss of the module docstring. Time-major `[T, B]` (`[T, B, A]` for
+  logits, Q and the legal-action mask); whole games, so G_T = 0."""
+  c = config
+  mask = tf.cast(step_type_t != _LAST, tf.float32)          # [T, B]
+  legal = tf.cast(legal_t, tf.float32)
+  returns = losses.discounted_returns(                      # G_t [T, B]
+      tf.cast(r_t, tf.float32), c.discount * tf.cast(discount_t, tf.float32),
+      tf.zeros_like(tf.cast(r_t[0], tf.float32)))
+  masked = networks_lib.masked_logits(logits_t, legal)
+  pi = tf.nn.softmax(masked)                                # [T, B, A]
+  critic = 0.5 * tf.square(
+      returns - tf.gather(q_t, tf.cast(a_t, tf.int32), batch_dims=2))
+  v = tf.reduce_sum(tf.stop_gradient(pi) * q_t, axis=-1)    # [T, B]
+  if c.policy_loss == 'neurd':
+    advantage = tf.stop_gradient(q_t - v[..., None]) * legal  # [T, B, A]
+    outward_ok = tf.where(advantage > 0, logits_t < c.neurd_clip,
+                          logits_t > -c.neurd_clip)
+    policy = -tf.reduce_sum(
+        advantage * tf.cast(outward_ok, tf.float32) * logits_t, axis=-1)
+  else:
+    policy = -losses.categorical_log_prob(masked, a_t) * tf.stop_gradient(
+        returns - v)
+  entropy = losses.categorical_entropy(masked)              # [T, B]
+  valid = tf.maximum(tf.reduce_sum(mask), 1.0)
+  mean = lambda x: tf.reduce_sum(mask * x) / valid  # pylint: disable=g-long-lambda
+  return SelfPlayLoss(
+      total=mean(policy + c.baseline_cost * critic - c.entropy_cost * entropy),
+      critic=mean(critic), policy=mean(policy), entropy=mean(entropy),
+      mean_return=mean(returns))
 
 
 class SelfPlayLearner(core.Learner):
@@ -101,49 +145,19 @@ class SelfPlayLearner(core.Learner):
     time_major = lambda x: tf.nest.map_structure(  # pylint: disable=g-long-lambda
         lambda t: tf.transpose(t, [1, 0] + list(range(2, t.shape.rank))), x)
     observation = time_major(data['observation'])          # [L, B, ...]
-    legal = observation['legal_actions'][:-1]               # [T, B, A]
-    step_type = tf.transpose(data['step_type'])             # [L, B]
-    action = tf.cast(tf.transpose(data['action'])[:-1], tf.int32)  # [T, B]
-    reward = tf.transpose(data['reward'])[:-1]              # [T, B]
-    discount = tf.transpose(data['discount'])[:-1]
-    mask = tf.cast(step_type[:-1] != _LAST, tf.float32)     # [T, B]
-    returns = losses.discounted_returns(                    # G_t [T, B]
-        reward, c.discount * discount, tf.zeros_like(reward[0]))
     with tf.GradientTape() as tape:
-      out = self._network(observation['observation'])
-      logits = out.logits[:-1]                              # [T, B, A]
-      q = out.q[:-1]                                        # [T, B, A]
-      masked = networks_lib.masked_logits(logits, legal)
-      pi = tf.nn.softmax(masked)                            # [T, B, A]
-      q_taken = tf.gather(q, action, batch_dims=2)          # [T, B]
-      critic_loss = 0.5 * tf.square(returns - q_taken)
-      v = tf.reduce_sum(tf.stop_gradient(pi) * q, axis=-1)  # [T, B]
-      advantage = tf.stop_gradient(q - v[..., None]) * legal  # [T, B, A]
-      if c.policy_loss == 'neurd':
-        outward_ok = tf.where(advantage > 0, logits < c.neurd_clip,
-                              logits > -c.neurd_clip)
-        policy_loss = -tf.reduce_sum(
-            advantage * tf.cast(outward_ok, tf.float32) * logits, axis=-1)
-      else:
-        policy_loss = -losses.categorical_log_prob(masked, action) * (
-            tf.stop_gradient(returns - v))
-      entropy = losses.categorical_entropy(masked)          # [T, B]
-      per_step = (policy_loss + c.baseline_cost * critic_loss -
-                  c.entropy_cost * entropy)
-      loss = tf.reduce_sum(mask * per_step) / tf.maximum(
-          tf.reduce_sum(mask), 1.0)
+      out = self._network(observation['observation'])      # [L, B, A]
+      loss = selfplay_loss(
+          out.logits[:-1], out.q[:-1], observation['legal_actions'][:-1],
+          tf.transpose(data['action'])[:-1], tf.transpose(data['reward'])[:-1],
+          tf.transpose(data['discount'])[:-1],
+          tf.transpose(data['step_type'])[:-1], c)
     variables_ = self._network.trainable_variables
-    gradients = tape.gradient(loss, variables_)
+    gradients = tape.gradient(loss.total, variables_)
     gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
     applied = learners.apply_if_finite(self._optimizer, gradients, variables_,
-                                       loss)
-    valid = tf.maximum(tf.reduce_sum(mask), 1.0)
-    return {'total': loss,
-            'critic': tf.reduce_sum(mask * critic_loss) / valid,
-            'policy': tf.reduce_sum(mask * policy_loss) / valid,
-            'entropy': tf.reduce_sum(mask * entropy) / valid,
-            'mean_return': tf.reduce_sum(mask * returns) / valid,
-            'gradient_norm': norm, 'applied': applied}
+                                       loss.total)
+    return dict(loss._asdict(), gradient_norm=norm, applied=applied)
 
   def step(self) -> None:
     if self._iterator is None:
