@@ -34,6 +34,7 @@ _FIGURE = flags.DEFINE_string('figure', None, 'Where to draw the curves.')
 _CONFIG = flags.DEFINE_multi_string('config', [], 'Extra --config.<k>=<v> '
                                     'for the agent, as k=v.')
 _ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
+_CFR = flags.DEFINE_bool('cfr', True, 'Also run CFR for the same time.')
 _RESUME = flags.DEFINE_bool('train', True, 'Train (False: only evaluate the '
                             'run already in --out, and CFR).')
 
@@ -120,7 +121,7 @@ def main(argv):
     train(logdir)
   league = league_curve(logdir, game)
   cfr = cfr_curve(game, max(p['seconds'] for p in league) if league
-                  else _SECONDS.value)
+                  else _SECONDS.value) if _CFR.value else [{}]
   with open(os.path.join(logdir, 'progress.csv')) as f:
     header, *rows = [line.strip().split(',') for line in f if line.strip()]
   last = dict(zip(header, rows[-1])) if rows else {}
@@ -149,8 +150,10 @@ def main(argv):
             alpha=0.6)
     ax.plot([p['seconds'] for p in league], [p['average'] for p in league],
             label='selfplay: average of the pool')
-    ax.plot([p['seconds'] for p in cfr], [p['exploitability'] for p in cfr],
-            label='OpenSpiel CFR (C++), average policy')
+    if _CFR.value:
+      ax.plot([p['seconds'] for p in cfr],
+              [p['exploitability'] for p in cfr],
+              label='OpenSpiel CFR (C++), average policy')
     ax.set_xlabel('wall seconds')
     ax.set_ylabel('exploitability')
     ax.set_yscale('log')

@@ -197,7 +197,9 @@ class SelfPlayActor(core.Worker):
                       for i, p in games])
       legal = np.stack([self._timesteps[i].observation['legal_actions'][p]
                         for i, p in games])
-      chosen, log_probs = policy.act(obs, legal, self._rng)
+      chosen, log_probs = policy.act(
+          obs, legal, self._rng,
+          epsilon=self._config.exploration if key == _LEARNER else 0.0)
       for (i, p), action, log_prob in zip(games, chosen, log_probs):
         actions[i, p] = action
         if key == _LEARNER:

@@ -21,6 +21,8 @@ class Config:
       logit follows its advantage under the Q critic) or 'a2c' (the sampled
       action's log-probability times its advantage); see learning.py.
     neurd_clip: NeuRD pushes no logit beyond ±this.
+    exploration: the learning seats play a uniformly random legal action
+      with this probability (so the critic learns every action's value).
     batch_size: per-player trajectories per learner step.
     learning_rate: Adam's learning rate.
     discount: γ on top of the game's discount (1: episodic games).
@@ -50,6 +52,7 @@ class Config:
   matchmaking: str = 'latest'
   policy_loss: str = 'neurd'
   neurd_clip: float = 10.0
+  exploration: float = 0.1
   batch_size: int = 64
   learning_rate: float = 1e-3
   discount: float = 1.0
@@ -85,6 +88,9 @@ class Config:
     if not 1 <= self.batch_size <= self.max_queue_size:
       raise ValueError(f'Config.batch_size={self.batch_size} must be in '
                        f'[1, max_queue_size={self.max_queue_size}].')
+    if not 0.0 <= self.exploration < 1.0:
+      raise ValueError(f'Config.exploration must be in [0, 1), got '
+                       f'{self.exploration}.')
     if self.max_player_steps is not None and self.max_player_steps < 1:
       raise ValueError(f'Config.max_player_steps must be >= 1 or None, got '
                        f'{self.max_player_steps}.')

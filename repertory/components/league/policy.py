@@ -68,15 +68,23 @@ class MLPPolicy:
     return p / p.sum(axis=-1, keepdims=True)
 
   def act(self, observations: np.ndarray, legal: np.ndarray,
-          rng: np.random.Generator, greedy: bool = False
-          ) -> Tuple[np.ndarray, np.ndarray]:
-    """Sampled (or greedy) legal actions `[B]` and their log-probs `[B]`."""
-    logits = masked_logits(self(observations)[0], legal)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+          rng: np.random.Generator, greedy: bool = False,
+          epsilon: float = 0.0) -> Tuple[np.ndarray, np.ndarray]:
+    """Sampled (or greedy) legal actions `[B]` and their log-probs `[B]`.
+
+    With `epsilon`, actions come from (1 - epsilon) π + epsilon uniform over
+    the legal actions (exploration), and the log-probs are that mixture's.
+    """
+    probs = self.probabilities(observations, legal)
+    if epsilon > 0:
+      uniform = legal / legal.sum(axis=-1, keepdims=True)
+      probs = (1.0 - epsilon) * probs + epsilon * uniform
     if greedy:
-      actions = log_probs.argmax(axis=-1)
+      actions = probs.argmax(axis=-1)
     else:
-      gumbel = -np.log(-np.log(rng.uniform(size=logits.shape) + 1e-20) + 1e-20)
-      actions = (log_probs + gumbel).argmax(axis=-1)
-    return actions, log_probs[np.arange(len(actions)), actions]
+      cumulative = probs.cumsum(axis=-1)
+      draws = rng.uniform(size=(len(probs), 1)) * cumulative[:, -1:]
+      actions = np.minimum((cumulative < draws).sum(axis=-1),
+                           probs.shape[-1] - 1)
+    chosen = probs[np.arange(len(actions)), actions]
+    return actions, np.log(np.maximum(chosen, 1e-30))
