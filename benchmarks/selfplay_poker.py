@@ -34,6 +34,8 @@ _FIGURE = flags.DEFINE_string('figure', None, 'Where to draw the curves.')
 _CONFIG = flags.DEFINE_multi_string('config', [], 'Extra --config.<k>=<v> '
                                     'for the agent, as k=v.')
 _ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
+_REPLOT = flags.DEFINE_bool('replot', False, 'Only draw --out\'s '
+                            'exploitability.json into --figure.')
 _CFR = flags.DEFINE_bool('cfr', True, 'Also run CFR for the same time.')
 _RESUME = flags.DEFINE_bool('train', True, 'Train (False: only evaluate the '
                             'run already in --out, and CFR).')
@@ -114,6 +116,10 @@ def cfr_curve(game, seconds: float):
 
 def main(argv):
   del argv
+  if _REPLOT.value:  # Only draw an earlier run's exploitability.json.
+    with open(os.path.join(_OUT.value, 'exploitability.json')) as f:
+      plot(json.load(f), _FIGURE.value)
+    return
   import pyspiel  # pylint: disable=g-import-not-at-top
   game = pyspiel.load_game(_GAME.value)
   logdir = os.path.abspath(_OUT.value)
@@ -141,27 +147,32 @@ def main(argv):
       'counts': counts, 'actor_steps_per_second':
       result['actor_steps_per_second']}, indent=1))
   if _FIGURE.value:
-    import matplotlib  # pylint: disable=g-import-not-at-top
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([p['seconds'] for p in league], [p['snapshot'] for p in league],
-            label=f'selfplay ({_MATCHMAKING.value}): latest snapshot',
-            alpha=0.6)
-    ax.plot([p['seconds'] for p in league], [p['average'] for p in league],
-            label='selfplay: average of the pool')
-    if _CFR.value:
-      ax.plot([p['seconds'] for p in cfr],
-              [p['exploitability'] for p in cfr],
-              label='OpenSpiel CFR (C++), average policy')
-    ax.set_xlabel('wall seconds')
-    ax.set_ylabel('exploitability')
-    ax.set_yscale('log')
-    ax.set_title(f'{_GAME.value}: exploitability over wall time')
-    ax.grid(True, which='both', alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(_FIGURE.value, dpi=100)
+    plot(result, _FIGURE.value)
+
+
+def plot(result: dict, path: str) -> None:
+  """Draws the curves of one `exploitability.json`."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  league, cfr = result['league'], [p for p in result['cfr'] if p]
+  fig, ax = plt.subplots(figsize=(6, 4))
+  ax.plot([p['seconds'] for p in league], [p['snapshot'] for p in league],
+          label=f'selfplay ({result["matchmaking"]}): each snapshot',
+          alpha=0.5)
+  ax.plot([p['seconds'] for p in league], [p['average'] for p in league],
+          label='selfplay: average of the pool so far')
+  if cfr:
+    ax.plot([p['seconds'] for p in cfr], [p['exploitability'] for p in cfr],
+            label='OpenSpiel CFR (C++), average policy')
+  ax.set_xlabel('wall seconds')
+  ax.set_ylabel('exploitability')
+  ax.set_yscale('log')
+  ax.set_title(f'{result["game"]}: exploitability over wall time')
+  ax.grid(True, which='both', alpha=0.3)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
 
 
 if __name__ == '__main__':
