@@ -23,7 +23,6 @@ import time
 
 from absl import app
 from absl import flags
-import numpy as np
 
 _GAME = flags.DEFINE_string('game', 'kuhn_poker', 'An OpenSpiel poker game.')
 _SECONDS = flags.DEFINE_float('seconds', 240, 'Training wall time.')

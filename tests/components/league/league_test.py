@@ -1,7 +1,6 @@
 """The league: snapshots on the model store, matchmaking by each rule,
 payoffs and Elo against hand-computed values, and restart."""
 
-import functools
 
 import numpy as np
 import pytest
