@@ -60,7 +60,7 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   early would otherwise run part of its window alone).
   """
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
-  from repertory.agents.impala import networks  # pylint: disable=g-import-not-at-top
+  from repertory.components.actor_critic import networks  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.components import actors  # pylint: disable=g-import-not-at-top
   actors.limit_tf_threads()

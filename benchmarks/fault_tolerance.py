@@ -29,6 +29,7 @@ import psutil
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import impala
+from repertory.components import checkpointing
 
 _MEASURE = flags.DEFINE_list('measure', ['actor_restart', 'learner_kill'],
                              'What to measure.')
@@ -65,13 +66,14 @@ def wait_for(predicate, what: str, timeout: float, period: float = 0.2):
 def make_program(logdir: str, num_actors: int):
   config = impala.Config(
       unroll_length=10, batch_size=4, max_queue_size=16, hidden_sizes=(32,),
-      checkpoint_every_steps=_CHECKPOINT_EVERY.value,
-      checkpoint_every_minutes=None, replay_checkpoint_minutes=None,
       learner_log_every=10)
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env='catch', num_actors=num_actors, envs_per_actor=4,
       max_actor_steps=10**12, logdir=logdir, launch_type='local_mp',
-      progress_every_seconds=10.0)
+      progress_every_seconds=10.0,
+      checkpoint=checkpointing.CheckpointSettings(
+          every_steps=_CHECKPOINT_EVERY.value, every_minutes=None,
+          replay_every_minutes=None))
   return impala.make_program(config, experiment)
 
 

@@ -9,7 +9,8 @@ Measures, on a local Ray instance bound to 127.0.0.1 (started once):
   * a blocking handle call (launcher -> node, and node -> node);
   * pipelined calls through `client.futures` (many in flight, then waited);
   * a blocking call node -> node over a direct TCP channel
-    (`launch.serve_channel` / `launch.ChannelClient`);
+    (`launch.serve_channel` / `launch.ChannelClient`: authenticated, msgpack),
+    empty and carrying 8 Atari frames each way;
   * the same blocking call in threads (test_mt), and a plain Ray actor call
     (no repertory layer), for reference.
 """
@@ -43,16 +44,24 @@ class Echo:
       self._channel = launch.serve_channel(self.ping)
     return self._channel.address
 
-  def time_peer_channel_calls(self, n: int) -> float:
-    """Seconds per blocking call to the peer over its TCP channel."""
+  def time_peer_channel_calls(self, n: int, payload=None) -> float:
+    """Seconds per blocking call to the peer over its TCP channel (with
+    `payload` as the argument, echoed back, if given)."""
     client = launch.ChannelClient(self._peer.channel_address())
-    client.call(None)
+    client.call(payload)
     start = time.perf_counter()
     for i in range(n):
-      client.call(i)
+      client.call(i if payload is None else payload)
     seconds = (time.perf_counter() - start) / n
     client.close()
     return seconds
+
+  def time_peer_channel_frames(self, n: int) -> float:
+    """The same with 8 Atari observations (8x84x84x4 uint8, 226 KB) each
+    way: what the codec's copies cost."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    return self.time_peer_channel_calls(
+        n, np.zeros((8, 84, 84, 4), np.uint8))
 
   def time_peer_calls(self, n: int):
     """Seconds per blocking call and per pipelined call to the peer."""
@@ -122,7 +131,8 @@ def main(_):
       startups.append(time.perf_counter() - start)
       results.append(time_calls(clients[0], _CALLS.value) +
                      clients[-1].time_peer_calls(_CALLS.value) +
-                     (clients[-1].time_peer_channel_calls(_CALLS.value),))
+                     (clients[-1].time_peer_channel_calls(_CALLS.value),
+                      clients[-1].time_peer_channel_frames(_CALLS.value)))
       start = time.perf_counter()
       launched.stop(timeout=120)
       stops.append(time.perf_counter() - start)
@@ -143,6 +153,8 @@ def main(_):
        med(r[3] for r in results) * 1e3, 'ms/call'),
       ('blocking call over a launch channel, node -> node (ray)',
        med(r[4] for r in results) * 1e3, 'ms'),
+      ('the same carrying 8x84x84x4 uint8 each way (ray)',
+       med(r[5] for r in results) * 1e3, 'ms'),
       ('reference: plain Ray actor call, blocking', raw_blocking * 1e3, 'ms'),
       ('reference: plain Ray actor calls, pipelined', raw_pipelined * 1e3,
        'ms/call'),

@@ -28,10 +28,11 @@ import numpy as np
 import psutil
 import reverb
 
+from repertory import experiment as experiment_lib
 from repertory.agents.impala import config as config_lib
-from repertory.agents.impala import learning
-from repertory.agents.impala import networks
-from repertory.agents.impala import program
+from repertory.components.actor_critic import learning
+from repertory.components.actor_critic import networks
+from repertory.components.actor_critic import tables as program
 from repertory.components import adders
 
 _STEPS = flags.DEFINE_integer('steps', 30000, 'Measured learner steps.')
@@ -69,19 +70,21 @@ def _feed(client, config, observation_spec, num_actions, stop) -> None:
 def main(argv) -> None:
   del argv
   config = config_lib.Config()
-  observation_spec, action_spec = networks.environment_specs(_ENV.value)
-  num_actions = networks.num_actions(action_spec)
-  server = reverb.Server(
-      program.make_tables(config, observation_spec, action_spec), port=None)
+  spec = experiment_lib.environment_spec(_ENV.value)
+  observation_spec = spec.observations
+  num_actions = networks.num_actions(spec.actions)
+  server = reverb.Server(program.make_tables(config, spec), port=None)
   client = reverb.Client(f'localhost:{server.port}')
   stop = threading.Event()
   threading.Thread(target=_feed, args=(client, config, observation_spec,
                                        num_actions, stop),
                    daemon=True).start()
-  learner = learning.VTraceLearner(
-      config, observation_spec, action_spec, client, program.TABLE,
-      checkpoint_dir=tempfile.mkdtemp() if _CHECKPOINTS.value else None,
-      logdir=tempfile.mkdtemp() if _LOGGING.value else None)
+  # With --checkpoints and/or --logging: a logdir (the learner logs,
+  # checkpoints and snapshots there); without either, none.
+  learner = learning.make_learner(
+      config, spec, client, program.TABLE,
+      logdir=(tempfile.mkdtemp() if _CHECKPOINTS.value or _LOGGING.value
+              else None))
 
   def step():
     learner.step()

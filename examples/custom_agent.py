@@ -16,17 +16,15 @@ from typing import Any, Optional, Tuple
 import sonnet as snt
 import tensorflow as tf
 
-from repertory import core
 from repertory import environments
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.components import actors
 from repertory.components import adders
-from repertory.components import loggers
+from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components import replay as replay_lib
-from repertory.components import variables
 
 TABLE, POLICY = 'queue', 'policy'
 
@@ -67,26 +65,32 @@ def make_actor(config: Config, experiment: experiment_lib.ExperimentConfig,
       counter, monitor, report_every=config.unroll_length)
 
 
-class Learner(core.Learner):
-  """A2C updates on batches of unrolls; serves the versioned weights."""
+class A2C(learners.Algorithm):
+  """A2C updates on batches of unrolls (a `LearnerHost` serves, counts,
+  logs and stops; see docs/protocols.md)."""
 
   def __init__(self, config: Config, spec: adders.EnvironmentSpec,
-               replay: Any, counter: Any, logdir: Optional[str] = None):
-    self._config, self._counter = config, counter
-    self._network = networks.mlp_policy_value_network(spec, config.hidden_sizes)
+               replay: Any, seed: int = 0):
+    self._config = config
+    with networks.seeded(seed):
+      self._network = networks.mlp_policy_value_network(spec,
+                                                        config.hidden_sizes)
     self._optimizer = snt.optimizers.Adam(config.learning_rate)
-    self._store = variables.VariableStore(
-        {POLICY: networks.get_variables(self._network)})  # Version 0.
     dataset = replay_lib.make_dataset(  # Few in flight: they add policy lag.
         replay, TABLE, config.batch_size, prefetch_size=1,
         max_in_flight_samples_per_worker=config.batch_size)
     self._iterator = replay_lib.StarvationLoggingIterator(  # Logs its waits.
         iter(dataset), replay, TABLE)
-    self._logger = loggers.make_logger('learner', logdir=logdir)
     self._update = tf.function(self._sgd_step, autograph=False)
 
-  def get_variables(self, names) -> core.VersionedVariables:
-    return self._store.get_variables(names)
+  def policy_variables(self):
+    return {POLICY: networks.get_variables(self._network)}
+
+  def save(self):
+    return {'network': self._network, 'optimizer': self._optimizer}
+
+  def fetch(self, version: int):
+    return (next(self._iterator),)  # Outside the host's lock.
 
   def _sgd_step(self, data):
     """One A2C update on a batch of `UnrollAdder` items."""
@@ -105,21 +109,21 @@ class Learner(core.Learner):
     self._optimizer.apply(gradients, network.trainable_variables)
     return dict(loss.extra, total=loss.loss)
 
-  def step(self) -> None:
-    sample = next(self._iterator)
-    lag = replay_lib.policy_lag(sample.data['policy_version'],
-                                self._store.version)  # [B]
+  def step(self, version: int, sample) -> learners.Update:
+    lag = replay_lib.policy_lag(sample.data['policy_version'], version)  # [B]
     metrics = self._update(sample.data)
-    version = self._store.publish({POLICY: networks.get_variables(
-        self._network)})
-    self._counter.futures.increment(learner_steps=1, policy_lag_items=len(lag),
-                                    policy_lag_sum=int(lag.sum()))
-    self._logger.write({**{f'losses/{k}': float(v) for k, v in metrics.items()},
-                        'learner/version': version, 'charts/policy_lag': lag})
+    return learners.Update(
+        {**{f'losses/{k}': float(v) for k, v in metrics.items()},
+         'charts/policy_lag': lag},
+        counts={'learner_steps': 1, 'policy_lag_items': len(lag),
+                'policy_lag_sum': int(lag.sum())})
 
-  def run(self) -> None:
-    launch.run_until_stop(self.step)
-    self._logger.close()  # Flushes the CSV and TensorBoard files.
+
+def make_learner(config: Config, spec: adders.EnvironmentSpec, replay: Any,
+                 counter: Any, logdir: Optional[str] = None,
+                 seed: int = 0) -> learners.LearnerHost:
+  return learners.LearnerHost(A2C(config, spec, replay, seed), counter,
+                              logdir=logdir)
 
 
 def make_tables(config: Config, spec: adders.EnvironmentSpec) -> list:
@@ -137,8 +141,9 @@ def make_program(config: Config, experiment: experiment_lib.ExperimentConfig
       functools.partial(make_tables, config, spec)), label='replay')
   counter = experiment_lib.add_counter(program)
   learner = program.add_node(launch.CourierNode(
-      Learner, config, spec, replay, counter,
-      os.path.join(experiment.logdir, 'learner')), label='learner')
+      make_learner, config, spec, replay, counter,
+      os.path.join(experiment.logdir, 'learner'), experiment.seed),
+      label='learner')
   monitor = experiment_lib.add_monitor(  # Evaluates greedily, 1 environment.
       program, experiment, counter, learner, functools.partial(
           actors.FeedForwardActor, functools.partial(

@@ -24,7 +24,8 @@ with the version of the behaviour policy, and learners can measure policy lag.
 """
 
 import abc
-from typing import Any, Generic, List, NamedTuple, Optional, Sequence, TypeVar
+from typing import (Any, Dict, Generic, List, NamedTuple, Optional, Protocol,
+                    Sequence, Tuple, TypeVar)
 
 import dm_env
 
@@ -45,6 +46,30 @@ class VersionedVariables(NamedTuple):
   """
   version: int
   variables: List[Nest]
+
+
+class Policy(Protocol):
+  """A batched acting step with recurrent state, as actor nodes and the
+  inference server call it (`actor_critic.networks.Policy` is one):
+
+    state = policy.initial_state(num_envs)
+    action, extras, state = policy.step(observation, state, first)
+
+  `observation` is `[N, ...]` (one row per environment), `first` `[N]` bool
+  (rows whose episode starts now: their state is zeroed first); `state` is
+  `()` for a feedforward policy. `extras` (e.g. {'logits': [N, A]}) go to the
+  adder with the actions. `set_weights` takes a learner's variables.
+  """
+
+  def initial_state(self, batch_size: int) -> Nest:
+    ...
+
+  def step(self, observation: Nest, state: Nest, first: Any
+           ) -> Tuple[Any, Dict[str, Any], Nest]:
+    ...
+
+  def set_weights(self, weights: Nest) -> None:
+    ...
 
 
 class Actor(abc.ABC):

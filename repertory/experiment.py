@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Union
 
 from repertory import core
 from repertory import launch
+from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components.evaluation import monitor as monitor_lib
 
@@ -46,6 +47,7 @@ class ExperimentConfig:
     logdir: where logs, checkpoints and results.json go.
     launch_type: recorded in results.json.
     progress_every_seconds: period of the live progress line.
+    checkpoint: when the learner and the replay checkpoint (every agent).
   """
   agent: str = 'impala'
   env: Union[str, Callable[..., Any]] = 'catch'
@@ -58,6 +60,8 @@ class ExperimentConfig:
   logdir: str = ''
   launch_type: str = 'local_mt'
   progress_every_seconds: float = 5.0
+  checkpoint: checkpointing.CheckpointSettings = dataclasses.field(
+      default_factory=checkpointing.CheckpointSettings)
 
   def __post_init__(self):
     for name in ('num_actors', 'envs_per_actor', 'max_actor_steps',

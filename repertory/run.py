@@ -6,18 +6,24 @@ r"""Trains any built-in agent on any environment, in any launch mode.
 
 `--config.<field>=<value>` overrides a field of the agent's `Config`; unknown
 agents, environments and fields are refused before anything starts. At the end
-`<logdir>/results.json` holds the run's figures.
+`<logdir>/results.json` holds the run's figures (and
+`<logdir>/attempts/<n>/results.json` those of each attempt; see
+docs/checkpoints.md).
 
 Rerunning the same command with the same `--logdir` resumes the run (the
 learner from its latest checkpoint, counters, replay and logs where they
 were); a rerun whose settings differ from `<logdir>/config.json` is refused
 with the differing fields named (only the fields in `RESUMABLE_CHANGES` may
-change).
+change). Rerunning a finished run is refused unless `--max_actor_steps` is
+raised above the steps it took.
 """
 
 import dataclasses
 import json
 import os
+# TensorFlow's INFO banner at import is not the run's output (an error stays
+# one line on stderr); its warnings and errors still show.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import sys
 import threading
 import time
@@ -31,6 +37,9 @@ from repertory import agents
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
+from repertory import rundir
+from repertory.components import checkpointing
+from repertory.remote import flags as remote_flags
 
 _AGENT = flags.DEFINE_string('agent', 'impala',
                              f'One of: {", ".join(sorted(agents.AGENTS))}.')
@@ -89,7 +98,7 @@ def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
   if not os.path.exists(path):
     return False
   with open(path) as f:
-    old = json.load(f)
+    old = checkpointing.upgrade_saved_config(json.load(f))
   new = json.loads(json.dumps(saved, default=str))
   differences = config_differences(old, new)
   if differences:
@@ -160,6 +169,8 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   logdir = _LOGDIR.value or os.path.join(
       'runs', f'{_AGENT.value}-{_ENV.value.replace(":", "_").replace("/", "_")}'
       f'-{time.strftime("%Y%m%d-%H%M%S")}')
+  config_overrides, checkpoint_overrides = checkpointing.split_overrides(
+      config_overrides)
   experiment = experiment_lib.ExperimentConfig(
       agent=_AGENT.value,
       env=_ENV.value,
@@ -170,10 +181,14 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
       eval_episodes=_EVAL_EPISODES.value,
       seed=_SEED.value,
       logdir=os.path.abspath(logdir),
-      launch_type=launch_type)
+      launch_type=launch_type,
+      checkpoint=overrides_lib.apply(checkpointing.CheckpointSettings(),
+                                     checkpoint_overrides,
+                                     owner='the checkpoint settings'))
   config = overrides_lib.apply(agent.Config(), config_overrides,
                                owner=f'agent {_AGENT.value!r}')
-  program = agent.make_program(config, experiment)
+  program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
+      _AGENT.value, _ENV.value))  # --env=remote:<spec>: docs/remote.md
   return config, experiment, program
 
 
@@ -186,13 +201,14 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
   config, experiment, program = build(config_overrides)
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
+  try:  # The run directory's checks and attempts: see repertory/rundir.py.
+    for warning in rundir.preflight(experiment.logdir, saved):
+      print(f'repertory.run: warning: {warning}', file=sys.stderr, flush=True)
+  except rundir.RunDirError as e:
+    sys.exit(f'repertory.run: error: {e}')
   resuming = check_resume(experiment.logdir, saved)
-  os.makedirs(experiment.logdir, exist_ok=True)
+  attempt = rundir.start_attempt(experiment.logdir, saved)
   results_path = os.path.join(experiment.logdir, 'results.json')
-  if resuming and os.path.exists(results_path):  # Not this run's results.
-    os.replace(results_path, results_path + '.previous')
-  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
-    json.dump(saved, f, indent=2, default=str)
   print(f'repertory: {experiment.agent} on {experiment.env}, '
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
@@ -215,11 +231,10 @@ def main(argv: List[str], config_overrides: Dict[str, str]) -> None:
                   block=True)  # test_mt too: the results come at the end.
   finally:
     stop_tail.set()
-  if not os.path.exists(results_path):
+    results = attempt.end()
+  if results is None:
     logging.warning('The run ended without writing %s.', results_path)
     sys.exit(1)
-  with open(results_path) as f:
-    results = json.load(f)
   print(json.dumps(results, indent=2, sort_keys=True))
 
 

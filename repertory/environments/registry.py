@@ -35,6 +35,8 @@ SPEC_FORMS = (
     "pip install 'repertory[games]')",
     "'pettingzoo:<family>.<game>[/parallel]' (N players, e.g. "
     "'pettingzoo:classic.tictactoe_v3'; pip install 'repertory[games]')",
+    "'remote:<spec>' (remote clients play; <spec> gives the specs, e.g. "
+    "'remote:catch'; docs/remote.md)",
 )
 
 # suite prefix -> (python module it needs, pip extra that provides it).
@@ -263,6 +265,8 @@ def make(spec: Spec, seed: Optional[int] = None,
     env, took_seed = _call_factory(_REGISTRY[prefix + ':'], seed, rest,
                                    **kwargs)
     return _adapt(env, None if took_seed else seed, spec)
+  if prefix == 'remote' and sep and rest:  # Specs/evaluation: repertory.remote
+    return make(rest, seed=seed, **kwargs)
   if prefix == 'catch':
     return _make_catch(spec, rest if sep else None, seed, **kwargs)
   if prefix in _SUITES and sep and rest:
@@ -279,6 +283,8 @@ def check_spec(spec: str) -> None:
   prefix, sep, rest = spec.partition(':')
   if sep and prefix + ':' in _REGISTRY:
     return
+  if prefix == 'remote' and sep and rest:
+    return check_spec(rest)
   if prefix == 'catch':
     if sep and not re.fullmatch(r'(\d+)x(\d+)', rest):
       raise _unknown(spec, "catch sizes are written 'catch:<rows>x<columns>', "

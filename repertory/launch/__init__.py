@@ -9,38 +9,56 @@ with program.group('consumer'):
 with program.group('producer'):
   for i in range(2):
     program.add_node(launch.PyNode(produce, i, consumer))
-launch.launch(program)   # --lp_launch_type=test_mt|local_mt|local_mp|ray
+launch.launch(program)   # --lp_launch_type=test_mt|local_mt|local_mp|test_mp|ray
 ```
+
+Launchpad programs run with `import repertory.launch as lp` in place of
+`import launchpad as lp`; docs/launch.md lists every Launchpad name and what
+it maps to here.
 
 Importing this package imports neither TensorFlow nor Ray; Reverb (and with
 it TensorFlow) is imported inside ReverbNode code, Ray inside the Ray backend.
 """
 
+from repertory.launch import flags
 from repertory.launch.batching import batched_handler
+from repertory.launch.channel import ChannelAuthenticationError
 from repertory.launch.channel import ChannelClient
 from repertory.launch.channel import ChannelError
 from repertory.launch.channel import ChannelServer
 from repertory.launch.channel import LazyChannel
 from repertory.launch.channel import serve_channel
 from repertory.launch.channel import TRANSPORTS
+from repertory.launch.compat import Address
+from repertory.launch.compat import get_port_from_address
+from repertory.launch.compat import is_local_launch
+from repertory.launch.compat import is_local_launch_or_test
+from repertory.launch.compat import LaunchType
+from repertory.launch.compat import make_program_stopper
+from repertory.launch.compat import PythonProcess
+from repertory.launch.context import channel_key
 from repertory.launch.context import get_launch_type
 from repertory.launch.context import host_ip
 from repertory.launch.context import register_stop_handler
 from repertory.launch.context import run_until_stop
 from repertory.launch.context import stop
 from repertory.launch.context import stop_event
+from repertory.launch.context import unregister_stop_handler
 from repertory.launch.context import wait_for_stop
 from repertory.launch.errors import LaunchError
 from repertory.launch.errors import NodeError
 from repertory.launch.errors import NodePicklingError
+from repertory.launch.errors import NodeStartError
 from repertory.launch.errors import NotDereferencedError
 from repertory.launch.handles import CourierClient
+from repertory.launch.handles import CourierHandle
 from repertory.launch.handles import Deferred
 from repertory.launch.handles import Handle
 from repertory.launch.launcher import LAUNCH_TYPES
 from repertory.launch.launcher import launch
 from repertory.launch.launcher import LaunchedProgram
 from repertory.launch.launcher import parse_resources
+from repertory.launch.launcher import Terminated
 from repertory.launch.nodes import CourierNode
 from repertory.launch.nodes import MultiProcessingColocation
 from repertory.launch.nodes import MultiThreadingColocation
@@ -48,4 +66,7 @@ from repertory.launch.nodes import Node
 from repertory.launch.nodes import PyClassNode
 from repertory.launch.nodes import PyNode
 from repertory.launch.nodes import ReverbNode
+from repertory.launch.program import make_program
 from repertory.launch.program import Program
+
+LAUNCH_TYPE = flags.LAUNCH_TYPE  # --lp_launch_type, as Launchpad's lp.LAUNCH_TYPE

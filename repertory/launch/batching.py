@@ -8,10 +8,12 @@ gets its own row back.
 """
 
 import concurrent.futures
+import datetime
 import functools
+import inspect
 import threading
 import time
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Tuple, Union
 
 import numpy as np
 
@@ -124,7 +126,7 @@ class Batcher:
     size = len(calls)
 
     def check(path, x):
-      if np.ndim(x) == 0 or np.shape(x)[0] != size:
+      if np.ndim(x) == 0 or np.shape(x)[0] < n:
         raise ValueError(
             f'batched_handler {getattr(self._fn, "__name__", self._fn)} '
             f'returned a leaf at {path} of shape {np.shape(x)}; every leaf '
@@ -168,32 +170,71 @@ class _BatchedMethod:
     self._lock = threading.Lock()
 
 
-def batched_handler(batch_size: int, timeout: float, max_parallelism: int = 1,
-                    pad_batch: bool = False) -> Callable[[Callable], Any]:
-  """Decorates a CourierNode method so that concurrent calls run batched.
+_DEFAULT_TIMEOUT = datetime.timedelta(milliseconds=200)
+
+
+def batched_handler(
+    batch_size: int,
+    max_parallelism: int = 1,
+    timeout: Union[datetime.timedelta, float] = _DEFAULT_TIMEOUT,
+    pad_batch: bool = False) -> Callable[[Callable], Any]:
+  """Makes concurrent calls of a CourierNode method run as one batched call.
 
   Each call passes one example; the wrapped method receives every argument
-  stacked tree-wise (`np.stack`) along a new leading batch dimension and must
-  return a nest whose leaves have that batch as leading dimension; each
-  caller gets its own row back.
+  stacked tree-wise (`np.stack`) along a new leading batch dimension and
+  returns a nest whose leaves have the batch as leading dimension; each
+  caller gets its own row back. Use it as Launchpad documents, wrapping the
+  bound method in `__init__`::
+
+    def __init__(self):
+      self.compute = launch.batched_handler(batch_size=8)(self.compute)
+
+  or as a decorator of the method in the class body.
 
   Args:
     batch_size: the largest batch; a full batch runs at once.
-    timeout: seconds after the first call of a batch arrived at which a
-      partial batch runs anyway.
     max_parallelism: how many batches may run at the same time.
+    timeout: how long after the first call of a batch arrived a partial
+      batch runs anyway: a `datetime.timedelta` (as in Launchpad; default
+      200 ms) or seconds.
     pad_batch: pad partial batches to `batch_size` (repeating the last call)
       so that the wrapped method always sees the same shape.
   """
-  if not isinstance(batch_size, int) or batch_size < 1:
+  if (not isinstance(batch_size, int) or isinstance(batch_size, bool) or
+      batch_size < 1):
     raise ValueError(f'batch_size must be a positive int, got {batch_size!r}.')
-  if timeout < 0:
-    raise ValueError(f'timeout must be >= 0 seconds, got {timeout!r}.')
-  if not isinstance(max_parallelism, int) or max_parallelism < 1:
+  if isinstance(timeout, datetime.timedelta):
+    seconds = timeout.total_seconds()
+  elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+    seconds = float(timeout)
+  else:
+    raise ValueError('timeout must be a datetime.timedelta or seconds, got '
+                     f'{timeout!r}.')
+  if seconds < 0:
+    raise ValueError(f'timeout must be >= 0, got {timeout!r}.')
+  if (not isinstance(max_parallelism, int) or isinstance(max_parallelism, bool)
+      or max_parallelism < 1):
     raise ValueError('max_parallelism must be a positive int, got '
                      f'{max_parallelism!r}.')
 
   def decorator(fn):
-    return _BatchedMethod(fn, batch_size, float(timeout), max_parallelism,
-                          bool(pad_batch))
+    if not callable(fn):
+      raise TypeError(f'batched_handler wraps a callable, got {fn!r}.')
+    if inspect.isfunction(fn) and _first_arg(fn) == 'self':
+      # A method in a class body: one batcher per instance.
+      return _BatchedMethod(fn, batch_size, seconds, max_parallelism,
+                            bool(pad_batch))
+    # A bound method (Launchpad's way, in __init__) or a plain callable.
+    batcher = Batcher(fn, batch_size, seconds, max_parallelism,
+                      bool(pad_batch))
+    functools.update_wrapper(batcher, fn, updated=())
+    return batcher
   return decorator
+
+
+def _first_arg(fn) -> str:
+  try:
+    params = list(inspect.signature(fn).parameters)
+  except (TypeError, ValueError):
+    return ''
+  return params[0] if params else ''

@@ -10,6 +10,7 @@ reach the others. These functions find it, so node code can write::
 """
 
 import abc
+import os
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -17,6 +18,8 @@ _local = threading.local()
 _lock = threading.Lock()
 _active: List['Runtime'] = []           # running programs of this process
 _by_program: Dict[str, 'Runtime'] = {}  # program id -> runtime
+# The channel key of code that runs outside any launched program.
+_PROCESS_KEY = os.urandom(32)
 
 
 class Runtime(abc.ABC):
@@ -28,12 +31,20 @@ class Runtime(abc.ABC):
     self.program_id = program_id
     self.launch_type = launch_type
     self.stop_event = threading.Event()
+    # The program's secret for `launch.channel`: made here by the launcher,
+    # handed to the nodes of other processes when Ray creates them.
+    self.authkey = os.urandom(32)
     self._stop_handlers: List[Callable[[], None]] = []
     self._handlers_lock = threading.Lock()
 
   @abc.abstractmethod
   def request_stop(self, reason: str) -> None:
     """Asks the whole program to stop (returns at once)."""
+
+  def stop_requested(self) -> bool:
+    """Whether the program is stopping (or a stop was just asked for here,
+    before the stop event is set)."""
+    return self.stop_event.is_set()
 
   @abc.abstractmethod
   def client(self, handle: Any) -> Any:
@@ -42,6 +53,12 @@ class Runtime(abc.ABC):
   def register_stop_handler(self, fn: Callable[[], None]) -> None:
     with self._handlers_lock:
       self._stop_handlers.append(fn)
+
+  def unregister_stop_handler(self, fn: Callable[[], None]) -> None:
+    with self._handlers_lock:
+      if fn not in self._stop_handlers:
+        raise ValueError(f'{fn!r} is not a registered stop handler.')
+      self._stop_handlers.remove(fn)
 
   def run_stop_handlers(self) -> None:
     """Sets the stop event and calls the stop handlers once each."""
@@ -124,14 +141,27 @@ def run_until_stop(step: Callable[[], Any]) -> None:
     logging.info('%r raised while the program was stopping; ignored.', step)
 
 
-def wait_for_stop(timeout: Optional[float] = None) -> bool:
-  """Blocks until the program is stopping; returns False on `timeout` (s)."""
-  return current_runtime().stop_event.wait(timeout)
+def wait_for_stop(timeout_secs: Optional[float] = None, *,
+                  timeout: Optional[float] = None) -> bool:
+  """Blocks until the program is stopping; False if `timeout_secs` passed.
+
+  `timeout` is the same (repertory's earlier name).
+  """
+  if timeout_secs is not None and timeout is not None:
+    raise ValueError('wait_for_stop takes timeout_secs or timeout, not both.')
+  if timeout_secs is None:
+    timeout_secs = timeout
+  return current_runtime().stop_event.wait(timeout_secs)
 
 
 def register_stop_handler(fn: Callable[[], None]) -> None:
   """Calls `fn()` in this process when the program starts stopping."""
   current_runtime().register_stop_handler(fn)
+
+
+def unregister_stop_handler(fn: Callable[[], None]) -> None:
+  """Undoes `register_stop_handler(fn)`."""
+  current_runtime().unregister_stop_handler(fn)
 
 
 def host_ip() -> str:
@@ -140,6 +170,13 @@ def host_ip() -> str:
   that opens its own server socket binds to)."""
   runtime = current_runtime(required=False)
   return runtime.host_ip if runtime is not None else '127.0.0.1'
+
+
+def channel_key() -> bytes:
+  """The secret that the channels of this program share (`launch.channel`):
+  the launched program's, or this process's outside one."""
+  runtime = current_runtime(required=False)
+  return runtime.authkey if runtime is not None else _PROCESS_KEY
 
 
 def get_launch_type() -> Optional[str]:

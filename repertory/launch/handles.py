@@ -76,6 +76,15 @@ class Handle:
     return f'<Handle {self._node_id} {self._description}>'
 
 
+class CourierHandle(Handle):
+  """The handle of a `CourierNode` (dereferenced: a `CourierClient`)."""
+
+  def set_client_kwargs(self, **kwargs) -> None:
+    """Launchpad's options of the client; accepted and not used (see
+    `CourierNode`)."""
+    self._client_kwargs = dict(kwargs)
+
+
 class Deferred:
   """An object built inside the node's process (for unpicklable objects).
 
@@ -166,6 +175,10 @@ class _Futures:
       return client._submit(name, args, kwargs)  # pylint: disable=protected-access
     return submit
 
+  def __call__(self, *args, **kwargs) -> concurrent.futures.Future:
+    """`client.futures(...)`: calls the node's object itself."""
+    return self._client._submit('__call__', args, kwargs)  # pylint: disable=protected-access
+
 
 class CourierClient:
   """Calls the public methods of a `CourierNode` (in-process or remote).
@@ -211,6 +224,10 @@ class CourierClient:
       return self._call(name, args, kwargs)
     call.__name__ = name
     return call
+
+  def __call__(self, *args, **kwargs) -> Any:
+    """`client(...)`: calls the node's object itself (its `__call__`)."""
+    return self._call('__call__', args, kwargs)
 
   def __repr__(self) -> str:
     return f'<CourierClient of {self._handle._node_id}>'  # pylint: disable=protected-access

@@ -4,6 +4,8 @@ Used by the threads backend (all nodes of a program) and by each Ray actor
 (the nodes of one unit).
 """
 
+import ctypes
+import sys
 import threading
 import time
 import traceback
@@ -26,8 +28,13 @@ class NodeRecord:
     self.ready = threading.Event()      # built (or failed to build)
     self.finished = threading.Event()   # run() returned (or raised)
     self.error: Optional[str] = None    # formatted traceback
+    self.exception: Optional[BaseException] = None  # what the node raised
+    # When the node failed because a node it depends on failed to start:
+    # that node's (label, node_id, traceback, exception), reported instead.
+    self.blame: Optional[tuple] = None
     self.thread: Optional[threading.Thread] = None
     self.restarts = 0                   # times rebuilt after a failure
+    self.run_returned = False           # run() returned before any stop
 
   @property
   def serving(self) -> bool:
@@ -66,25 +73,30 @@ class NodeHost:
     ctx = nodes_lib.BuildContext(
         resolve=lambda nest: handles_lib.resolve(nest, self._runtime.client),
         host_ip=self._host_ip, stop_event=self._runtime.stop_event)
+    limit = self._max_restarts.get(node.label, 0)
+
+    def will_restart() -> bool:
+      return not self._runtime.stop_event.is_set() and record.restarts < limit
     try:
       while True:
         try:
-          self._build_and_run(record, ctx)
+          self._build_and_run(record, ctx, will_restart)
           break
         except Exception:  # pylint: disable=broad-except
-          limit = self._max_restarts.get(node.label, 0)
-          if self._runtime.stop_event.is_set() or record.restarts >= limit:
+          if not will_restart():
             raise
           record.restarts += 1
           logging.error('Node %s (%s) failed; restarting it (%d of '
                         'max_restarts=%d):\n%s', node.node_id,
                         node.description, record.restarts, limit,
                         traceback.format_exc())
-    except BaseException:  # pylint: disable=broad-except
+    except BaseException as e:  # pylint: disable=broad-except
+      record.exception = e
       record.error = traceback.format_exc()
       if record.restarts:
         record.error += (f'(node {node.node_id} had been restarted '
                          f'{record.restarts} times: max_restarts)\n')
+      record.blame = _blame(e)
       if self._runtime.stop_event.is_set():
         logging.warning('Node %s raised while the program was stopping:\n%s',
                         node.node_id, record.error)
@@ -93,21 +105,31 @@ class NodeHost:
                       node.description, record.error)
         self._on_error(record)
     finally:
+      record.ready.set()
       record.finished.set()
     if record.error is None:
       self._on_finished(record)
 
-  def _build_and_run(self, record: NodeRecord,
-                     ctx: nodes_lib.BuildContext) -> None:
-    built = None
+  def _build_and_run(self, record: NodeRecord, ctx: nodes_lib.BuildContext,
+                     will_restart: Callable[[], bool]) -> None:
     try:
       built = record.node.build(ctx)
-    finally:
-      if built is not None or record.built is None:
-        record.built = built  # A rebuilt node keeps serving its old object
-      record.ready.set()      # until its replacement is built.
+    except BaseException as e:
+      # Callers waiting for this node learn why it failed (unless it is
+      # about to be built again).
+      if not (isinstance(e, Exception) and will_restart()):
+        record.exception = e
+        record.error = traceback.format_exc()
+        record.ready.set()
+      raise
+    record.built = built
+    record.ready.set()
     if built.run is not None:
       built.run()
+      if built.serves and not self._runtime.stop_requested():
+        # As Launchpad: a CourierNode whose run() returns ends its server.
+        record.run_returned = True
+        built.serves = False
 
   def record(self, node_id: str) -> NodeRecord:
     try:
@@ -123,15 +145,36 @@ class NodeHost:
     if not record.ready.wait(timeout):
       return False
     if record.built is None:
-      raise errors.LaunchError(
-          f"Node '{node_id}' ({record.node.description}) failed to start:\n"
-          f'{record.error}')
+      node = record.node
+      if record.blame is not None:  # It failed because another node did.
+        label, blamed_id, tb, exception = record.blame
+        raise errors.NodeStartError(blamed_id, label, blamed_id, tb, exception)
+      raise errors.NodeStartError(node_id, node.label, node.description,
+                                  record.error, record.exception)
     return True
+
+  def _done(self) -> Dict[str, bool]:
+    """node id -> finished (run() returned, not serving); a node of a
+    colocation with return_on_first_completed is done once one of its
+    colocation's nodes is."""
+    done = {n: r.finished.is_set() and not r.serving
+            for n, r in self.records.items()}
+    first = {id(r.node.colocation) for n, r in self.records.items()
+             if done[n] and r.node.colocation is not None and
+             r.node.colocation.return_on_first_completed}
+    return {n: d or id(self.records[n].node.colocation) in first
+            for n, d in done.items()}
 
   def all_done(self) -> bool:
     """True when every node's run() returned and none of them serves."""
-    return all(r.finished.is_set() and not r.serving
-               for r in self.records.values())
+    return all(self._done().values())
+
+  def labels_done(self, labels: Sequence[str], any_of: bool) -> bool:
+    """Whether every (or, with `any_of`, one) node of `labels` hosted here
+    finished."""
+    done = [d for n, d in self._done().items()
+            if self.records[n].node.label in labels]
+    return (any(done) if any_of else all(done)) if done else False
 
   def first_error(self) -> Optional[NodeRecord]:
     for record in self.records.values():
@@ -147,6 +190,33 @@ class NodeHost:
         record.thread.join(max(0.0, deadline - time.monotonic()))
     return [node_id for node_id, r in self.records.items()
             if r.thread is not None and r.thread.is_alive()]
+
+  def kill(self, node_ids: Sequence[str], wait: float = 2.0) -> List[str]:
+    """Raises `NodeKilled` in the threads of `node_ids` (which ignored the
+    stop); returns those still alive after `wait` s.
+
+    A thread is interrupted between two Python bytecodes: a node looping in
+    Python ends; one blocked inside a C call (a long `time.sleep`, a socket
+    read) ends only when that call returns.
+    """
+    for node_id in node_ids:
+      thread = self.records[node_id].thread
+      if thread is not None and thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(NodeKilled))
+    deadline = time.monotonic() + wait
+    for node_id in node_ids:
+      thread = self.records[node_id].thread
+      if thread is not None:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    still = [n for n in node_ids if self.records[n].thread.is_alive()]
+    for node_id in still:
+      frame = sys._current_frames().get(self.records[node_id].thread.ident)  # pylint: disable=protected-access
+      where = ''.join(traceback.format_stack(frame)[-3:]) if frame else '?'
+      logging.error('Node %s ignored the stop and could not be killed (its '
+                    'thread is inside a blocking call); it is abandoned. It '
+                    'is at:\n%s', node_id, where)
+    return still
 
   def cleanup(self) -> None:
     """Stops what the nodes serve (e.g. Reverb servers)."""
@@ -185,10 +255,36 @@ class LocalCourierClient(handles_lib.CourierClient):
     return self._executor.submit(self._call, method, args, kwargs)
 
 
+class NodeKilled(SystemExit):
+  """Raised in the thread of a node that ignored the program's stop."""
+
+
+def _blame(error: BaseException) -> Optional[tuple]:
+  """The failed node behind `error` if it is (or was caused by) a
+  `NodeStartError`, as (label, node_id, traceback, exception)."""
+  seen = set()
+  stack = [error]
+  while stack:
+    e = stack.pop()
+    if e is None or id(e) in seen:
+      continue
+    seen.add(id(e))
+    if isinstance(e, errors.NodeStartError):
+      return (e.label, e.node_id, e.node_traceback, e.exception)
+    stack += [getattr(e, 'cause', None), e.__cause__, e.__context__]
+  return None
+
+
 def get_public_method(record: NodeRecord, name: str):
   """The bound public method `name` of a courier node's object."""
+  if record.run_returned:
+    raise errors.LaunchError(
+        f"Node '{record.node.node_id}' ({record.node.description}) has "
+        f'finished: its run() returned, which ends its server (as in '
+        f'Launchpad); {name}() cannot be called.')
   instance = record.built.instance
-  fn = None if name.startswith('_') else getattr(instance, name, None)
+  fn = (None if name.startswith('_') and name != '__call__' else
+        getattr(instance, name, None))
   if not callable(fn):
     public = sorted(n for n in dir(type(instance))
                     if not n.startswith('_') and callable(getattr(instance, n)))

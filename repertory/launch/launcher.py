@@ -5,15 +5,16 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from absl import flags
 from absl import logging
 
+from repertory.launch import compat
 from repertory.launch import errors
 from repertory.launch import program as program_lib
 
-LAUNCH_TYPES = ('test_mt', 'local_mt', 'local_mp', 'ray')
+LAUNCH_TYPES = ('test_mt', 'local_mt', 'local_mp', 'test_mp', 'ray')
 TERMINALS = ('output_to_files', 'current_terminal')
 _RESOURCE_KEYS = ('num_cpus', 'num_gpus', 'memory', 'resources', 'env')
 DEFAULT_TERMINATION_NOTICE_SECS = 10.0
@@ -22,7 +23,8 @@ _LAUNCH_TYPE = flags.DEFINE_enum(
     'lp_launch_type', 'local_mt', LAUNCH_TYPES,
     'How to launch a repertory program: test_mt (threads, launch() returns), '
     'local_mt (threads), local_mp (a local Ray instance, one process per node '
-    'or colocation) or ray (an existing Ray cluster, see --ray_address).')
+    'or colocation), test_mp (local_mp, launch() returns) or ray (an existing '
+    'Ray cluster, see --ray_address).')
 _RAY_ADDRESS = flags.DEFINE_string(
     'ray_address', None,
     "Address of the Ray cluster for --lp_launch_type=ray (e.g. '127.0.0.1:6379' "
@@ -79,6 +81,10 @@ def _check_resources(program: program_lib.Program,
   if not local_resources:
     return {}
   groups = sorted(program.groups)
+  local_resources = {
+      label: (entry.as_resources(label)
+              if isinstance(entry, compat.PythonProcess) else entry)
+      for label, entry in local_resources.items()}
   for label, entry in local_resources.items():
     if label not in program.groups:
       raise ValueError(f'local_resources names group {label!r}, which is not '
@@ -113,14 +119,49 @@ class LaunchedProgram:
   def stop(self, timeout: Optional[float] = None) -> bool:
     """Stops the program and waits for it (re-raises a node failure)."""
     self._backend.request_stop('LaunchedProgram.stop() was called')
-    return self.wait(timeout)
+    return self.wait(timeout=timeout)
 
-  def wait(self, timeout: Optional[float] = None) -> bool:
+  def wait(self, labels_to_wait_for: Optional[Sequence[str]] = None,
+           return_on_first_completed: bool = False,
+           timeout: Optional[float] = None) -> bool:
     """Waits until the program has stopped; False if `timeout` s passed.
 
+    Args:
+      labels_to_wait_for: as Launchpad: wait only until the nodes of these
+        groups finished (a failure of any node still raises); None: until
+        the whole program stopped. A number here is taken as `timeout`
+        (repertory's earlier signature `wait(timeout)`).
+      return_on_first_completed: with labels, return once one of their
+        nodes finished.
+      timeout: seconds; None waits without limit.
+
     Raises:
-      NodeError: if a node failed (naming it, with its traceback).
+      The exception a failed node raised (its class is also a
+      `launch.NodeError`, naming the node), or a `NodeError` if its process
+      died.
     """
+    if isinstance(labels_to_wait_for, (int, float)):
+      timeout, labels_to_wait_for = float(labels_to_wait_for), None
+    if isinstance(labels_to_wait_for, str):
+      labels_to_wait_for = [labels_to_wait_for]
+    if labels_to_wait_for is not None:
+      unknown = sorted(set(labels_to_wait_for) - set(self.program.groups))
+      if unknown:
+        raise ValueError(f'wait() names groups {unknown}, which are not in '
+                         f'program {self.program.name!r}; its groups are '
+                         f'{sorted(self.program.groups)}.')
+      deadline = None if timeout is None else time.monotonic() + timeout
+      while not self._backend.labels_done(labels_to_wait_for,
+                                          return_on_first_completed):
+        if self._backend.wait_done(0.05):
+          break
+        if self._backend.error is not None:
+          break
+        if deadline is not None and time.monotonic() > deadline:
+          return False
+      if self._backend.error is None:
+        return True
+      timeout = None  # A node failed: wait for the stop, then raise it.
     if not self._backend.wait_done(timeout):
       return False
     with self._lock:
@@ -134,10 +175,28 @@ class LaunchedProgram:
   def is_running(self) -> bool:
     return not self._backend.wait_done(0)
 
+  def _cleanup_after_test(self) -> None:
+    """`launch(..., test_case=...)`: stops the program when the test ends."""
+    try:
+      self.stop()
+    except Exception:  # pylint: disable=broad-except
+      # Raised to the test already if it waited; logged here otherwise.
+      logging.exception('Program %r had failed (found stopping it after the '
+                        'test).', self.program.name)
+
+
+class Terminated(SystemExit, KeyboardInterrupt):
+  """SIGTERM reached the launcher: caught as a KeyboardInterrupt; uncaught,
+  the process exits with status 143 (128 + SIGTERM), as a process ended by
+  SIGTERM does."""
+
+  def __init__(self):
+    super().__init__(128 + signal.SIGTERM)
+
 
 def _sigterm_handler(signum, frame):
   del signum, frame
-  raise KeyboardInterrupt('SIGTERM')
+  raise Terminated()
 
 
 @contextlib.contextmanager
@@ -193,6 +252,9 @@ def launch(program: program_lib.Program,
            local_resources: Optional[Mapping[str, Any]] = None,
            terminal: Optional[str] = None,
            *,
+           test_case: Any = None,
+           xm_resources: Any = None,
+           serialize_py_nodes: Optional[bool] = None,
            max_restarts: Optional[Mapping[str, int]] = None,
            ray_address: Optional[str] = None,
            logdir: Optional[str] = None,
@@ -202,15 +264,18 @@ def launch(program: program_lib.Program,
   """Launches `program`.
 
   Args:
-    program: the program graph.
-    launch_type: 'test_mt', 'local_mt', 'local_mp' or 'ray'. None reads the
+    program: the program graph (a list of programs, as Launchpad takes:
+      only the first is launched).
+    launch_type: 'test_mt', 'local_mt', 'local_mp', 'test_mp' or 'ray' (or a
+      `LaunchType`). test_mt and test_mp return at once. None reads the
       flags --lp_launch_type, --ray_address, --lp_resources and
       --lp_termination_notice_secs (their defaults if flags are unparsed);
       otherwise those flags only fill arguments left None when they were
       given on the command line.
     local_resources: per group label, a dict with keys num_cpus, num_gpus,
       memory, resources (custom Ray resources) and env (environment variables
-      set in the node's process before it is built). Used by local_mp / ray.
+      set in the node's process before it is built), or a
+      `launch.PythonProcess(env=...)`. Used by local_mp, test_mp and ray.
     terminal: 'output_to_files' (default: each node's stdout/stderr go to
       `<logdir>/<node>.log`) or 'current_terminal' (Ray forwards them here).
     max_restarts: per group label, how many times a node of that group whose
@@ -226,6 +291,12 @@ def launch(program: program_lib.Program,
     block: wait until the program stops. Default: False for test_mt, True
       otherwise.
     max_concurrency: concurrent calls per Ray actor (local_mp / ray).
+    test_case: a `unittest.TestCase`: the program is stopped when the test
+      ends (`addCleanup`), as Launchpad does.
+    xm_resources: Launchpad's XManager settings; must be None here (there is
+      no XManager launch).
+    serialize_py_nodes: Launchpad's; accepted and not used (nodes are
+      pickled for local_mp / ray whatever its value).
 
   Returns:
     A `LaunchedProgram` (stopped already if `block`).
@@ -235,8 +306,21 @@ def launch(program: program_lib.Program,
       carries its traceback.
     KeyboardInterrupt: Ctrl-C or SIGTERM, after every node was stopped.
   """
+  if isinstance(program, (list, tuple)) and program:
+    if len(program) > 1:
+      logging.warning('launch() was given %d programs; launching only the '
+                      'first, %r (as Launchpad does).', len(program),
+                      getattr(program[0], 'name', program[0]))
+    program = program[0]
   if not isinstance(program, program_lib.Program):
     raise TypeError(f'launch() takes a Program, got {program!r}.')
+  if xm_resources is not None:
+    raise ValueError('xm_resources is for Launchpad\'s XManager launch, which '
+                     'repertory does not have; use local_resources (Ray '
+                     'resources per group) and --lp_launch_type=ray.')
+  del serialize_py_nodes
+  if isinstance(launch_type, compat.LaunchType):
+    launch_type = launch_type.value
   # With launch_type=None every launch flag is read (its default if flags
   # are unparsed); otherwise only those given explicitly on the command line
   # fill arguments left None (e.g. --ray_address for launch_type='ray').
@@ -266,7 +350,8 @@ def launch(program: program_lib.Program,
   resources = _check_resources(program, local_resources)
   restarts = _check_max_restarts(program, max_restarts)
   if block is None:
-    block = launch_type != 'test_mt'
+    block = launch_type not in ('test_mt', 'test_mp')
+  compat.bind_addresses(program.all_nodes())
 
   if launch_type in ('test_mt', 'local_mt'):
     from repertory.launch import threads_backend  # pylint: disable=g-import-not-at-top
@@ -287,6 +372,8 @@ def launch(program: program_lib.Program,
         max_concurrency=max_concurrency, max_restarts=restarts)
 
   launched = LaunchedProgram(backend, program, launch_type, logdir)
+  if test_case is not None:
+    test_case.addCleanup(launched._cleanup_after_test)  # pylint: disable=protected-access
   if not block:
     backend.start()
     return launched

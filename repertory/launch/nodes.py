@@ -3,7 +3,7 @@
 import dataclasses
 import re
 import threading
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -47,6 +47,14 @@ class Node:
     self._handle: Optional[handles_lib.Handle] = None
     self.node_id: Optional[str] = None
     self.label: Optional[str] = None
+    # The MultiThreadingColocation this node belongs to, if any.
+    self.colocation: Optional['MultiThreadingColocation'] = None
+    self.addresses: List[Any] = []  # launch.Address objects it serves on
+
+  def allocate_address(self, address) -> None:
+    """Makes this node the server of `address` (a `launch.Address`); its
+    port is picked when the program is launched."""
+    address.assign(self)
 
   @property
   def description(self) -> str:
@@ -59,8 +67,10 @@ class Node:
   def create_handle(self) -> handles_lib.Handle:
     """The node's handle (one per node; the same object on every call)."""
     if self._handle is None:
-      self._handle = handles_lib.Handle(self.kind, self.description)
+      self._handle = self._handle_class(self.kind, self.description)
     return self._handle
+
+  _handle_class = handles_lib.Handle
 
   def arguments(self) -> List[Any]:
     """The (args, kwargs) nests that are dereferenced in the node's process."""
@@ -114,6 +124,21 @@ class PyClassNode(Node):
     """Builds the object but does not call its `run()` (for tests)."""
     self._run_enabled = False
 
+  def enable_run(self) -> None:
+    """Undoes `disable_run()`: the object's `run()` is called."""
+    self._run_enabled = True
+
+  def configure(self, *args, **kwargs) -> None:
+    """Replaces the constructor's arguments (they may hold handles): lets
+    two nodes hold each other's handles::
+
+      foo = launch.CourierNode(Foo)
+      bar = launch.CourierNode(Bar, foo.create_handle())
+      foo.configure(bar=bar.create_handle())
+    """
+    self._args = args
+    self._kwargs = kwargs
+
   @property
   def description(self) -> str:
     return f'{type(self).__name__}({_name(self._ctor)})'
@@ -135,10 +160,30 @@ class PyClassNode(Node):
 class CourierNode(PyClassNode):
   """A `PyClassNode` whose public methods are callable through its handle.
 
-  `run()` (if present and not disabled) runs in the background meanwhile.
+  `run()` (if present and not disabled) runs meanwhile; as in Launchpad, the
+  node stops serving when `run()` returns (a node without `run()` serves
+  until the program stops).
+
+  Args:
+    ctor, *args, **kwargs: what builds the object.
+    courier_kwargs: Launchpad's options of its Courier server. Accepted and
+      not used: there is no Courier server here (threads call the object
+      directly; other processes reach it through Ray).
+    courier_client_kwargs: Launchpad's options of the clients of this node;
+      accepted and not used, for the same reason.
   """
 
   kind = 'courier'
+
+  def __init__(self, ctor: Callable[..., Any], *args,
+               courier_kwargs: Optional[Mapping[str, Any]] = None,
+               courier_client_kwargs: Optional[Mapping[str, Any]] = None,
+               **kwargs):
+    super().__init__(ctor, *args, **kwargs)
+    self.courier_kwargs = dict(courier_kwargs or {})
+    self.courier_client_kwargs = dict(courier_client_kwargs or {})
+
+  _handle_class = handles_lib.CourierHandle
 
 
 class ReverbNode(Node):
@@ -147,9 +192,10 @@ class ReverbNode(Node):
 
   Args:
     priority_tables_fn: returns the list of `reverb.Table`s to serve.
-    checkpoint_ctor: returns a `reverb.checkpointers` checkpointer (optional).
-    checkpoint_time_delta_minutes: if set, checkpoint this often; a final
-      checkpoint is written when the program stops.
+    checkpoint_ctor: returns a `reverb.checkpointers` checkpointer (optional;
+      without one Reverb uses its default, a temporary directory).
+    checkpoint_time_delta_minutes: if set, checkpoint this often. With
+      either argument a final checkpoint is written when the program stops.
   """
 
   kind = 'reverb'
@@ -158,10 +204,10 @@ class ReverbNode(Node):
                checkpoint_ctor: Optional[Callable[[], Any]] = None,
                checkpoint_time_delta_minutes: Optional[float] = None):
     super().__init__()
-    if checkpoint_time_delta_minutes is not None and checkpoint_ctor is None:
-      raise ValueError('checkpoint_time_delta_minutes='
-                       f'{checkpoint_time_delta_minutes} needs a '
-                       'checkpoint_ctor.')
+    if (checkpoint_time_delta_minutes is not None and
+        not checkpoint_time_delta_minutes > 0):
+      raise ValueError('checkpoint_time_delta_minutes must be > 0, got '
+                       f'{checkpoint_time_delta_minutes!r}.')
     self._priority_tables_fn = priority_tables_fn
     self._checkpoint_ctor = checkpoint_ctor
     self._checkpoint_time_delta_minutes = checkpoint_time_delta_minutes
@@ -179,7 +225,9 @@ class ReverbNode(Node):
     logging.info('Reverb server of %s serving %s on %s', self.node_id,
                  [t.name for t in tables], address)
     run = None
-    if checkpointer is not None and self._checkpoint_time_delta_minutes:
+    checkpoints = (checkpointer is not None or
+                   self._checkpoint_time_delta_minutes is not None)
+    if self._checkpoint_time_delta_minutes:
       period = 60.0 * self._checkpoint_time_delta_minutes
       client = reverb.Client(address)
 
@@ -188,7 +236,7 @@ class ReverbNode(Node):
           logging.info('Reverb checkpoint written to %s', client.checkpoint())
 
     def on_stop():
-      if checkpointer is not None:
+      if checkpoints:
         try:
           path = reverb.Client(address).checkpoint()
           logging.info('Final Reverb checkpoint written to %s', path)
@@ -206,14 +254,39 @@ class _Colocation(Node):
 
   def __init__(self, nodes: Sequence[Node]):
     super().__init__()
-    nodes = list(nodes)
-    if not nodes:
-      raise ValueError(f'{type(self).__name__} needs at least one node.')
+    flat = []
     for node in nodes:
-      if not isinstance(node, Node) or isinstance(node, _Colocation):
-        raise TypeError(f'{type(self).__name__} takes nodes (not colocations), '
-                        f'got {node!r}.')
-    self.nodes = nodes
+      if (isinstance(node, MultiThreadingColocation) and
+          isinstance(self, MultiThreadingColocation)):
+        flat.extend(node.nodes)  # Threads in threads: the same threads.
+      else:
+        flat.append(node)
+    if not flat:
+      raise ValueError(f'{type(self).__name__} needs at least one node.')
+    for node in flat:
+      self._check(node)
+    self.nodes = flat
+
+  def _check(self, node) -> None:
+    if not isinstance(node, Node) or isinstance(node, _Colocation):
+      raise TypeError(f'{type(self).__name__} takes nodes (not colocations), '
+                      f'got {node!r}.')
+    if node.node_id is not None:
+      raise ValueError(f'{node.description} was already added to the program '
+                       f'as {node.node_id!r}; a colocation takes nodes not '
+                       'yet added.')
+
+  def add_node(self, node: Node) -> handles_lib.Handle:
+    """Adds `node` to this colocation (before the colocation is added to
+    the program); returns its handle."""
+    if self.node_id is not None:
+      raise ValueError(f'{self.description} was already added to the program '
+                       f'as {self.node_id!r}; add nodes to it before that.')
+    self._check(node)
+    self.nodes.append(node)
+    if isinstance(self, MultiThreadingColocation):
+      node.colocation = self
+    return node.create_handle()
 
   @property
   def description(self) -> str:
@@ -225,7 +298,22 @@ class _Colocation(Node):
 
 
 class MultiThreadingColocation(_Colocation):
-  """Nodes run in threads of one process (one Ray actor in Ray modes)."""
+  """Nodes run in threads of one process (one Ray actor in Ray modes).
+
+  Args:
+    nodes: the nodes (not colocations).
+    return_on_first_completed: the colocation counts as finished (for
+      `wait()` and for the program ending by itself) as soon as one of its
+      nodes finished; the others keep running until the program stops.
+      Default: when all of them finished.
+  """
+
+  def __init__(self, nodes: Sequence[Node],
+               return_on_first_completed: bool = False):
+    super().__init__(nodes)
+    self.return_on_first_completed = bool(return_on_first_completed)
+    for node in self.nodes:
+      node.colocation = self
 
 
 class MultiProcessingColocation(_Colocation):

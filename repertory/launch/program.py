@@ -96,8 +96,15 @@ class Program:
     if node.node_id is not None:
       raise ValueError(f'{node.description} was already added as '
                        f'{node.node_id!r}.')
-    if label is None:
-      label = self._current_group or node.default_label
+    if self._current_group is not None:
+      if label is not None and label != self._current_group:
+        raise ValueError(f'add_node(label={label!r}) inside group '
+                         f'{self._current_group!r}: the label must match the '
+                         'group (or be left out).')
+      label = self._current_group
+    elif label is None:
+      # Launchpad refuses a node without a label; repertory derives one.
+      label = node.default_label
     self._check_label(label)
     index = self._counts[label]
     self._counts[label] += 1
@@ -140,6 +147,10 @@ class Program:
     """Every runnable node (colocations expanded)."""
     return [n for unit in self._units for n in unit.nodes]
 
+  def get_all_nodes(self) -> List[nodes_lib.Node]:
+    """Every node added, as added (a colocation is one node), as Launchpad."""
+    return [n for nodes in self._groups.values() for n in nodes]
+
   @staticmethod
   def _check_label(label: str) -> None:
     if not isinstance(label, str) or not _LABEL_RE.match(label):
@@ -149,3 +160,12 @@ class Program:
   def __repr__(self) -> str:
     return (f'Program({self.name!r}, groups='
             f'{ {k: len(v) for k, v in self._groups.items()} })')
+
+
+def make_program(*nodes: nodes_lib.Node, name: str = 'launchpad') -> Program:
+  """A program of `nodes`, each in the group of its derived label:
+  `launch.launch(launch.make_program(launch.PyNode(main)))`."""
+  program = Program(name)
+  for node in nodes:
+    program.add_node(node)
+  return program

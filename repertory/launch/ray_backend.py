@@ -14,11 +14,13 @@ actors and, for local_mp, shuts the Ray instance it started down.
 
 import collections
 import contextlib
+import io
 import logging as std_logging
 import os
 import sys
 import threading
 import time
+import types
 from typing import Any, Dict, List, Mapping, Optional
 
 from absl import logging
@@ -31,7 +33,10 @@ from repertory.launch import handles as handles_lib
 from repertory.launch import hosting
 from repertory.launch import nodes as nodes_lib
 from repertory.launch import program as program_lib
+from repertory.launch import ray_auth
+from repertory.launch import reaper
 
+_LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
 _actor_cache_lock = threading.Lock()
 _WATCH_SECS = 30.0
@@ -152,7 +157,14 @@ class RayNodeRuntime(context.Runtime):
     self._error: Optional[hosting.NodeRecord] = None
     self._executor = None
     nodes = cloudpickle.loads(spec['payload'])
-    self.host_ip = ray.util.get_node_ip_address()
+    # The program's channel key, from the launcher through Ray's (token-
+    # authenticated) actor creation.
+    self.authkey = spec['authkey']
+    # What node servers (channels) bind: loopback on one machine (inside a
+    # worker, Ray reports the outward address), the node's address on a
+    # cluster.
+    self.host_ip = (_LOOPBACK if spec['launch_type'] == 'local_mp' else
+                    ray.util.get_node_ip_address())
     self.host = hosting.NodeHost(
         self, nodes, host_ip=self.host_ip,
         on_error=self._on_event, on_finished=self._on_event)
@@ -162,6 +174,9 @@ class RayNodeRuntime(context.Runtime):
       if record.error is not None and self._error is None:
         self._error = record
       self._cond.notify_all()
+
+  def stop_requested(self) -> bool:
+    return self._stop_reason is not None or self.stop_event.is_set()
 
   def request_stop(self, reason: str) -> None:
     with self._cond:
@@ -175,8 +190,14 @@ class RayNodeRuntime(context.Runtime):
           lambda: (self._error is not None or self._stop_reason is not None or
                    self.host.all_done()), timeout)
       if self._error is not None:
-        node = self._error.node
-        return ('error', node.label, node.node_id, self._error.error)
+        record = self._error
+        if record.blame is not None:  # A node it depends on failed to start.
+          label, node_id, tb, exception = record.blame
+        else:
+          node = record.node
+          label, node_id, tb, exception = (node.label, node.node_id,
+                                           record.error, record.exception)
+        return ('error', label, node_id, tb, errors.dumps_or_none(exception))
       if self._stop_reason is not None:
         return ('stop', self._stop_reason)
       if self.host.all_done():
@@ -282,10 +303,38 @@ class NodeActor:
     return still
 
 
+class _Pickler(cloudpickle.Pickler):
+  """cloudpickle that keeps the file names of functions pickled by value
+  (`__main__` code): cloudpickle writes '<dynamic-code>', and tracebacks in
+  the node's process would show neither file nor line."""
+
+  def reducer_override(self, obj):
+    if isinstance(obj, types.CodeType):
+      reduced = _code_reduce(obj)
+      if reduced is not NotImplemented:
+        return reduced
+    return super().reducer_override(obj)
+
+
+def _code_reduce(code: types.CodeType):
+  try:
+    rebuild, args = cloudpickle.cloudpickle._code_reduce(code)  # pylint: disable=protected-access
+  except Exception:  # pylint: disable=broad-except
+    return NotImplemented
+  args = tuple(code.co_filename if a == '<dynamic-code>' else a for a in args)
+  return rebuild, args
+
+
+def _dumps(obj) -> bytes:
+  with io.BytesIO() as f:
+    _Pickler(f, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(obj)
+    return f.getvalue()
+
+
 def pickle_unit(unit: program_lib.Unit) -> bytes:
   """cloudpickles a unit's nodes; names the culprit when that fails."""
   try:
-    return cloudpickle.dumps(unit.nodes)
+    return _dumps(unit.nodes)
   except Exception as e:  # pylint: disable=broad-except
     for node in unit.nodes:
       _explain_pickling_failure(node)
@@ -348,7 +397,8 @@ class _LauncherRuntime(context.Runtime):
   """The program as seen from the launcher (stop(), dereferencing)."""
 
   def __init__(self, launcher: 'RayLauncher'):
-    super().__init__(launcher.program.program_id, launcher.launch_type)
+    super().__init__(launcher.program.program_id,
+                     launcher.public_launch_type)
     self._launcher = launcher
 
   def request_stop(self, reason: str) -> None:
@@ -369,7 +419,9 @@ class RayLauncher:
                connect_timeout: float = handles_lib.DEFAULT_CONNECT_TIMEOUT_SECS,
                max_restarts: Optional[Mapping[str, int]] = None):
     self.program = program
-    self.launch_type = launch_type
+    # test_mp is local_mp whose launch() returns; nodes see 'test_mp'.
+    self.public_launch_type = launch_type
+    self.launch_type = 'local_mp' if launch_type == 'test_mp' else launch_type
     self._resources = resources
     self._terminal = terminal
     self._ray_address = ray_address
@@ -389,6 +441,8 @@ class RayLauncher:
     self._owns_ray = False
     self._runtime: Optional[_LauncherRuntime] = None
     self._monitor: Optional[threading.Thread] = None
+    self._done_units = set()
+    self._reaper = None
 
   # Starting.
 
@@ -403,6 +457,9 @@ class RayLauncher:
 
   def _start(self) -> None:
     payloads = {u.unit_id: pickle_unit(u) for u in self.program.units}
+    if self.launch_type == 'local_mp':
+      # The launcher's death (even SIGKILL) takes the Ray instance with it.
+      self._reaper = reaper.start_reaper()
     self._init_ray()
     os.makedirs(self.logdir, exist_ok=True)
     print(f'[repertory.launch] program {self.program.name!r} '
@@ -414,7 +471,7 @@ class RayLauncher:
     for unit in self.program.units:
       spec = {
           'program_id': self.program.program_id,
-          'launch_type': self.launch_type,
+          'launch_type': self.public_launch_type,
           'namespace': self.namespace,
           'payload': payloads[unit.unit_id],
           'log_path': (os.path.join(self.logdir,
@@ -423,6 +480,7 @@ class RayLauncher:
           'env': {k: str(v) for k, v in
                   self._resources.get(unit.label, {}).get('env', {}).items()},
           'connect_timeout': self._connect_timeout,
+          'authkey': self._runtime.authkey,
       }
       options = self._actor_options(unit)
       actor = actor_class.options(**options).remote(spec)
@@ -467,6 +525,9 @@ class RayLauncher:
         ray.init(address=self._ray_address or 'auto',
                  logging_level=std_logging.WARNING, log_to_driver=True)
       self._owns_ray = True  # a connection to disconnect, not the cluster.
+    # Nodes run whatever a caller of Ray's ports sends: refuse a Ray
+    # instance that takes callers without its token.
+    ray_auth.check_token_auth(self.launch_type)
 
   def _actor_options(self, unit: program_lib.Unit) -> Dict[str, Any]:
     options: Dict[str, Any] = {
@@ -504,7 +565,7 @@ class RayLauncher:
     pending = {a.watch.remote(_WATCH_SECS): unit_id
                for unit_id, a in self.actors.items()}
     started = set()
-    done_units = set()
+    done_units = self._done_units
     last_placement_log = time.monotonic()
     try:
       while not self._stop.is_set():
@@ -524,9 +585,10 @@ class RayLauncher:
             continue
           kind = result[0]
           if kind == 'error':
-            _, label, node_id, tb = result
-            error = errors.NodeError(label, node_id, tb,
-                                     self._logfile(unit_id))
+            _, label, node_id, tb, exception = result
+            error = errors.node_failure(
+                label, node_id, tb, errors.loads_or_none(exception),
+                self._logfile(self._unit_of(node_id)))
             if self._restart(unit_id, error, kill=True):
               pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
               started.discard(unit_id)
@@ -597,6 +659,17 @@ class RayLauncher:
     self._start_refs[unit_id] = actor.start.remote()
     return True
 
+  def _unit_of(self, node_id: str) -> str:
+    for unit in self.program.units:
+      if any(n.node_id == node_id for n in unit.nodes):
+        return unit.unit_id
+    return node_id
+
+  def labels_done(self, labels, any_of: bool) -> bool:
+    units = [u.unit_id for u in self.program.units if u.label in labels]
+    done = [u in self._done_units for u in units]
+    return (any(done) if any_of else all(done)) if done else False
+
   def _logfile(self, unit_id: str) -> Optional[str]:
     if self._terminal != 'output_to_files':
       return None
@@ -665,3 +738,6 @@ class RayLauncher:
     if self._owns_ray and ray.is_initialized():
       ray.shutdown()
       self._owns_ray = False
+    if self._reaper is not None:
+      self._reaper.release()
+      self._reaper = None

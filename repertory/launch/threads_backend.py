@@ -62,14 +62,16 @@ class ThreadRuntime(context.Runtime):
   def _on_error(self, record: hosting.NodeRecord) -> None:
     with self._stop_lock:
       if self.error is None:
-        self.error = errors.NodeError(record.node.label, record.node.node_id,
-                                      record.error)
+        self.error = failure_of(record)
     self.request_stop(f'node {record.node.node_id} failed')
 
   def _on_finished(self, record: hosting.NodeRecord) -> None:
     del record
     if self.host.all_done():
       self.request_stop('every node finished')
+
+  def stop_requested(self) -> bool:
+    return self._stopping or self.stop_event.is_set()
 
   def request_stop(self, reason: str) -> None:
     with self._stop_lock:
@@ -88,7 +90,8 @@ class ThreadRuntime(context.Runtime):
       if still:
         logging.warning(
             'Nodes %s did not stop within the termination notice of %.1f s; '
-            'their daemon threads are abandoned.', still, self._notice_secs)
+            'killing them.', still, self._notice_secs)
+        self.host.kill(still)
       self.host.cleanup()
       self._executor.shutdown(wait=False, cancel_futures=True)
     finally:
@@ -98,5 +101,18 @@ class ThreadRuntime(context.Runtime):
   def wait_done(self, timeout: Optional[float]) -> bool:
     return self.done.wait(timeout)
 
+  def labels_done(self, labels, any_of: bool) -> bool:
+    return self.host.labels_done(labels, any_of)
+
   def finalize(self) -> None:
     pass
+
+
+def failure_of(record: hosting.NodeRecord) -> errors.NodeError:
+  """The error `wait()` raises for a failed node: its own exception, or
+  that of the node it depended on when that one failed to start."""
+  if record.blame is not None:
+    label, node_id, tb, exception = record.blame
+    return errors.node_failure(label, node_id, tb, exception)
+  return errors.node_failure(record.node.label, record.node.node_id,
+                             record.error, record.exception)

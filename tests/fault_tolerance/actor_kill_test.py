@@ -3,7 +3,6 @@ restarted, writes again, and the learner keeps stepping on whole unrolls."""
 
 import os
 import signal
-import time
 from typing import List
 
 import psutil
@@ -11,7 +10,9 @@ import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import impala
+from repertory.components import checkpointing
 
 
 def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
@@ -30,14 +31,8 @@ def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
 
 
 def wait_for(predicate, what: str, timeout: float, period: float = 0.5):
-  """Polls `predicate` until it returns something true; returns that."""
-  deadline = time.monotonic() + timeout
-  while True:
-    value = predicate()
-    if value:
-      return value
-    assert time.monotonic() < deadline, f'waited {timeout:.0f} s for {what}'
-    time.sleep(period)
+  return testing.wait_until(predicate, what, timeout=timeout,
+                            interval=period)
 
 
 def _inserts(replay) -> int:
@@ -47,11 +42,12 @@ def _inserts(replay) -> int:
 @pytest.mark.slow
 def test_killed_actor_is_restarted_and_the_learner_steps_on(tmp_path):
   config = impala.Config(unroll_length=10, batch_size=4, max_queue_size=16,
-                         hidden_sizes=(32,), replay_checkpoint_minutes=None,
-                         checkpoint_every_minutes=None)
+                         hidden_sizes=(32,))
   experiment = experiment_lib.ExperimentConfig(
       num_actors=2, envs_per_actor=4, max_actor_steps=10**12,
-      logdir=str(tmp_path), launch_type='local_mp')
+      logdir=str(tmp_path), launch_type='local_mp',
+      checkpoint=checkpointing.CheckpointSettings(
+          every_minutes=None, replay_every_minutes=None))
   program = impala.make_program(config, experiment)
   nodes = str(tmp_path / 'nodes')
   for attempt in range(3):  # Ray's start-up times out (30 s) when starved.

@@ -7,51 +7,56 @@ checkpoint, republishes it as a new version and trains on.
 """
 
 import numpy as np
-import reverb
 
+from repertory import experiment as experiment_lib
+from repertory import testing
 from repertory.agents import impala
 from repertory.agents.impala import acting
-from repertory.agents.impala import learning
-from repertory.agents.impala import networks
-from repertory.agents.impala import program as program_lib
+from repertory.components import checkpointing
 from repertory.components import model_store
+from repertory.components.actor_critic import learning
+from repertory.components.actor_critic import networks
+from repertory.components.actor_critic import tables
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
-            hidden_sizes=(16,), learner_log_every=1,
-            checkpoint_every_steps=2, checkpoint_every_minutes=None,
-            max_bad_updates=2)
+            hidden_sizes=(16,), learner_log_every=1)
+CHECKPOINT = checkpointing.CheckpointSettings(
+    every_steps=2, every_minutes=None, max_bad_updates=2)
+CATCH = experiment_lib.environment_spec('catch')
+TABLE = tables.TABLE
+
+
+def _learner(config, client, logdir):
+  return learning.make_learner(config, CATCH, client, TABLE,
+                               logdir=str(logdir), checkpoint=CHECKPOINT)
 
 
 def _finite(learner):
   return all(np.all(np.isfinite(v.numpy()))
-             for v in learner.network.trainable_variables)
+             for v in learner.algorithm.network.trainable_variables)
 
 
 def test_nan_loss_is_skipped_then_rolled_back_and_learning_recovers(tmp_path):
   config = impala.Config(**TINY)
-  observation_spec, action_spec = networks.environment_specs('catch')
-  server = reverb.Server(program_lib.make_tables(config, observation_spec,
-                                                 action_spec))
-  try:
-    client = reverb.Client(f'localhost:{server.port}')
-    learner = learning.VTraceLearner(
-        config, observation_spec, action_spec, client, program_lib.TABLE,
-        checkpoint_dir=str(tmp_path / 'checkpoints'))
+  with testing.reverb_server(tables.make_tables(config, CATCH)) as client:
+    learner = _learner(config, client, tmp_path)
     actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                               program_lib.TABLE)
+                               TABLE)
 
     def produce_and_step(steps):
       actor.run(num_steps=steps * config.unroll_length)  # 4 unrolls a run.
-      return [learner.step() for _ in range(steps)]
+      return [testing.wait_until(learner.step, 'a batch of unrolls')
+              for _ in range(steps)]
 
     produce_and_step(2)
     assert learner.version == 2
     store = model_store.ModelStore(str(tmp_path / 'checkpoints'), {})
     assert store.versions() == [0, 2]
-    good = [v.numpy().copy() for v in learner.network.trainable_variables]
+    good = [v.numpy().copy()
+            for v in learner.algorithm.network.trainable_variables]
 
     # Corrupt one weight: from now on every loss is NaN.
-    variable = learner.network.trainable_variables[0]
+    variable = learner.algorithm.network.trainable_variables[0]
     variable.assign(np.full(variable.shape, np.nan, np.float32))
     first, second = produce_and_step(2)
     assert np.isnan(first['losses/total'])
@@ -60,7 +65,7 @@ def test_nan_loss_is_skipped_then_rolled_back_and_learning_recovers(tmp_path):
     # Rolled back to version 2's weights, published as version 3.
     assert learner.version == 3
     assert _finite(learner)
-    for got, want in zip(learner.network.trainable_variables, good):
+    for got, want in zip(learner.algorithm.network.trainable_variables, good):
       np.testing.assert_array_equal(got.numpy(), want)
     version, (served,) = learner.get_variables([networks.POLICY])
     assert version == 3
@@ -70,45 +75,33 @@ def test_nan_loss_is_skipped_then_rolled_back_and_learning_recovers(tmp_path):
       assert np.isfinite(metrics['losses/total'])
     assert learner.version == 5
     assert _finite(learner)
-  finally:
-    server.stop()
 
 
 def test_learner_resumes_version_and_steps_and_exports_a_snapshot(tmp_path):
   config = impala.Config(**TINY)
-  observation_spec, action_spec = networks.environment_specs('catch')
-  server = reverb.Server(program_lib.make_tables(config, observation_spec,
-                                                 action_spec))
-  try:
-    client = reverb.Client(f'localhost:{server.port}')
-    learner = learning.VTraceLearner(
-        config, observation_spec, action_spec, client, program_lib.TABLE,
-        checkpoint_dir=str(tmp_path / 'checkpoints'))
+  with testing.reverb_server(tables.make_tables(config, CATCH)) as client:
+    learner = _learner(config, client, tmp_path)
     actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                               program_lib.TABLE)
+                               TABLE)
     actor.run(num_steps=3 * config.unroll_length)
     for _ in range(3):
-      learner.step()
+      testing.wait_until(learner.step, 'a batch of unrolls')
     # Steps 2 was checkpointed by period; the stop handler writes step 3.
-    learner._guard.final_checkpoint()  # pylint: disable=protected-access
-    weights = [v.numpy() for v in learner.network.trainable_variables]
+    learner.guard.final_checkpoint()
+    weights = [v.numpy() for v in learner.algorithm.network.trainable_variables]
     path = learner.export_snapshot(str(tmp_path / 'snapshot'))
 
-    resumed = learning.VTraceLearner(
-        config, observation_spec, action_spec, client, program_lib.TABLE,
-        checkpoint_dir=str(tmp_path / 'checkpoints'))
+    resumed = _learner(config, client, tmp_path)
     assert resumed.version == 3
     assert resumed.get_variables([networks.POLICY]).version == 3
-    assert resumed._steps == 3  # pylint: disable=protected-access
-    for got, want in zip(resumed.network.trainable_variables, weights):
+    assert resumed.steps == 3
+    for got, want in zip(resumed.algorithm.network.trainable_variables, weights):
       np.testing.assert_array_equal(got.numpy(), want)
 
     snapshot = model_store.load_policy(path)
     observations = np.random.RandomState(0).rand(
-        5, *observation_spec.shape).astype(observation_spec.dtype)
+        5, *CATCH.observations.shape).astype(CATCH.observations.dtype)
     expected = np.argmax(
-        resumed.network(observations).logits.numpy(), axis=-1)
+        resumed.algorithm.network(observations).logits.numpy(), axis=-1)
     np.testing.assert_array_equal(snapshot.policy(observations).numpy(),
                                   expected)
-  finally:
-    server.stop()

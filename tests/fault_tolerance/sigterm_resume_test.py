@@ -6,7 +6,6 @@ import csv
 import os
 import re
 import signal
-import time
 from typing import List
 import subprocess
 import sys
@@ -16,9 +15,10 @@ import pytest
 import reverb
 import tensorflow as tf
 
+from repertory import experiment as experiment_lib
+from repertory import testing
 from repertory.agents import impala
-from repertory.agents.impala import networks
-from repertory.agents.impala import program as program_lib
+from repertory.components.actor_critic import tables as program_lib
 from repertory.components import replay as replay_lib
 
 
@@ -38,14 +38,8 @@ def node_pids(nodes_logdir: str, unit: str = '') -> List[int]:
 
 
 def wait_for(predicate, what: str, timeout: float, period: float = 0.5):
-  """Polls `predicate` until it returns something true; returns that."""
-  deadline = time.monotonic() + timeout
-  while True:
-    value = predicate()
-    if value:
-      return value
-    assert time.monotonic() < deadline, f'waited {timeout:.0f} s for {what}'
-    time.sleep(period)
+  return testing.wait_until(predicate, what, timeout=timeout,
+                            interval=period)
 
 
 def _latest(logdir):
@@ -130,9 +124,8 @@ def test_sigterm_then_rerun_resumes(tmp_path):
 
   # The queue's final checkpoint, restored as the Reverb node restores it.
   config = impala.Config(unroll_length=10, batch_size=4, max_queue_size=16)
-  observation_spec, action_spec = networks.environment_specs('catch')
   server = reverb.Server(
-      program_lib.make_tables(config, observation_spec, action_spec),
+      program_lib.make_tables(config, experiment_lib.environment_spec('catch')),
       checkpointer=replay_lib.make_checkpointer(
           os.path.join(logdir, 'replay')))
   try:

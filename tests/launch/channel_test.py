@@ -1,12 +1,20 @@
-"""The direct TCP channel: round trips, errors, closing (the inference
-server through it: server_test)."""
+"""The direct TCP channel: round trips, errors, closing, and what it refuses
+(strangers, pickles, oversized frames, too many or silent peers); the
+inference server through it: server_test; bind addresses: bind_test."""
 
+from multiprocessing import connection as mp_connection
+import os
+import pickle
+import resource
+import socket
+import struct
 import threading
 
 import numpy as np
 import pytest
 
 from repertory.launch import channel
+from repertory.launch import codec
 
 
 @pytest.fixture
@@ -88,3 +96,215 @@ def test_close_ends_the_connections_of_waiting_clients():
 def test_bad_address(address):
   with pytest.raises(ValueError, match='host:port'):
     channel.ChannelClient(address)
+
+
+# --- Security: authentication, no pickle, frame limit, caps and timeouts. ---
+
+
+class _WritesAFile:
+  """Unpickling this runs `open(path, 'w')`: what an attacker would send."""
+
+  def __init__(self, path):
+    self.path = path
+
+  def __reduce__(self):
+    return (open, (self.path, 'w'))
+
+
+def _read_until_closed(sock: socket.socket, timeout: float = 30.0) -> bytes:
+  """What the server sends before it closes the connection (a close with
+  unread data is a reset)."""
+  sock.settimeout(timeout)
+  received = b''
+  while True:
+    try:
+      chunk = sock.recv(65536)
+    except ConnectionResetError:
+      return received
+    if not chunk:
+      return received
+    received += chunk
+
+
+@pytest.fixture
+def counting_server():
+  calls = []
+  servers = []
+
+  def make(**kwargs):
+    server = channel.ChannelServer(lambda *a: calls.append(a) or len(calls),
+                                   **kwargs)
+    servers.append(server)
+    return server
+
+  yield make, calls
+  for server in servers:
+    server.close()
+
+
+def test_a_client_without_the_key_is_refused(counting_server):
+  make, calls = counting_server
+  server = make(authkey=b'k' * 32)
+  with pytest.raises(channel.ChannelAuthenticationError, match='same key'):
+    channel.ChannelClient(server.address, authkey=b'x' * 32)
+  # The program's key is not this server's either.
+  with pytest.raises(channel.ChannelAuthenticationError):
+    channel.ChannelClient(server.address)
+  client = channel.ChannelClient(server.address, authkey=b'k' * 32)
+  assert client.call('hello') == 1
+  client.close()
+  assert calls == [('hello',)]
+
+
+@pytest.mark.parametrize('framing', ['old_channel', 'multiprocessing'])
+def test_a_stranger_s_pickle_is_never_read(counting_server, tmp_path,
+                                           framing):
+  """The old channel's frame (8-byte length + pickle) and a
+  multiprocessing.connection frame, sent without the handshake."""
+  make, calls = counting_server
+  server = make()
+  marker = tmp_path / 'pwned'
+  payload = pickle.dumps((_WritesAFile(str(marker)),), protocol=5)
+  if framing == 'old_channel':
+    frame = struct.pack('<Q', len(payload)) + payload
+  else:
+    frame = struct.pack('!i', len(payload)) + payload
+  host, port = server.address.rsplit(':', 1)
+  with socket.create_connection((host, int(port)), timeout=30) as sock:
+    sock.sendall(frame)
+    received = _read_until_closed(sock)
+  # All the stranger got: the challenge, and (for a frame short enough to
+  # be read as an answer) the refusal.
+  assert len(received) < 100, received
+  assert not marker.exists()
+  assert not calls
+
+
+def test_a_pickle_from_an_authenticated_peer_is_not_unpickled(
+    counting_server, tmp_path):
+  make, calls = counting_server
+  key = os.urandom(32)
+  server = make(authkey=key)
+  marker = tmp_path / 'pwned'
+  host, port = server.address.rsplit(':', 1)
+  # multiprocessing's own client passes the handshake, then sends a pickle
+  # (Connection.send pickles).
+  conn = mp_connection.Client((host, int(port)), authkey=key)
+  conn.send((_WritesAFile(str(marker)),))
+  status, text = codec.decode(conn.recv_bytes())
+  assert status == 1 and text.startswith('CodecError')
+  with pytest.raises(EOFError):  # and the server closed the connection.
+    conn.recv_bytes()
+  conn.close()
+  assert not marker.exists()
+  assert not calls
+
+
+def test_a_client_never_unpickles_a_reply(tmp_path):
+  """A server that holds the key but replies with a pickle."""
+  key = os.urandom(32)
+  marker = tmp_path / 'pwned'
+  with mp_connection.Listener(('127.0.0.1', 0), authkey=key) as listener:
+    host, port = listener.address
+
+    def serve():
+      with listener.accept() as conn:
+        conn.recv_bytes()
+        conn.send((0, _WritesAFile(str(marker))))
+        with pytest.raises(EOFError):
+          conn.recv_bytes()  # until the client closes
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    client = channel.ChannelClient(f'{host}:{port}', authkey=key)
+    with pytest.raises(ConnectionError, match='malformed reply'):
+      client.call(1)
+    server.join(30)
+  assert not marker.exists()
+
+
+def test_a_frame_over_the_limit_is_refused_before_it_is_allocated(
+    counting_server):
+  make, calls = counting_server
+  key = os.urandom(32)
+  server = make(authkey=key, max_frame_bytes=2**20)
+  host, port = server.address.rsplit(':', 1)
+  peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+  conn = mp_connection.Client((host, int(port)), authkey=key)
+  # A header that claims 2 GiB - 1, and nothing after it.
+  os.write(conn.fileno(), struct.pack('!i', 2**31 - 1))
+  with pytest.raises(EOFError):  # The server hung up on the header.
+    conn.recv_bytes()
+  conn.close()
+  peak_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  assert peak_after - peak_before < 100 * 1024  # not 2 GiB
+  # A real frame over the server's limit (not the client's): refused.
+  client = channel.ChannelClient(server.address, authkey=key,
+                                 max_frame_bytes=2**23)
+  with pytest.raises((ConnectionError, OSError)):
+    client.call(np.zeros(2**19))  # 4 MiB
+  client.close()
+  # Over the client's own limit: refused before it is sent.
+  client = channel.ChannelClient(server.address, authkey=key,
+                                 max_frame_bytes=2**20)
+  with pytest.raises(ValueError, match='max_frame_bytes'):
+    client.call(np.zeros(2**18))  # 2 MiB
+  assert client.call(np.zeros(2**16)) == 1  # 512 KiB: served.
+  client.close()
+  assert len(calls) == 1
+
+
+def test_the_connection_cap(counting_server):
+  make, _ = counting_server
+  server = make(max_connections=2)
+  first = channel.ChannelClient(server.address)
+  second = channel.ChannelClient(server.address)
+  with pytest.raises(ConnectionError, match='max_connections'):
+    channel.ChannelClient(server.address)
+  assert first.call() == 1 and second.call() == 2
+  first.close()
+  for _ in range(300):  # The server frees the slot once it sees the close.
+    try:
+      third = channel.ChannelClient(server.address)
+      break
+    except ConnectionError:
+      threading.Event().wait(0.1)
+  assert third.call() == 3
+  third.close()
+  second.close()
+
+
+def test_a_silent_peer_is_dropped_and_does_not_block_others(counting_server):
+  make, _ = counting_server
+  key = os.urandom(32)
+  server = make(authkey=key, read_timeout=0.5)
+  host, port = server.address.rsplit(':', 1)
+  with socket.create_connection((host, int(port)), timeout=30) as silent:
+    # Meanwhile an honest client connects and calls.
+    client = channel.ChannelClient(server.address, authkey=key)
+    assert client.call() == 1
+    challenge = _read_until_closed(silent)  # dropped after read_timeout
+  assert challenge.startswith(struct.pack('!i', len(challenge) - 4))
+  # A peer that authenticates, then stalls in the middle of a frame.
+  conn = mp_connection.Client((host, int(port)), authkey=key)
+  os.write(conn.fileno(), struct.pack('!i', 100) + b'x' * 10)
+  with pytest.raises(EOFError):
+    conn.recv_bytes()
+  conn.close()
+  # An authenticated connection may idle between calls (idle_timeout=None).
+  threading.Event().wait(1.0)
+  assert client.call() == 2
+  client.close()
+
+
+def test_objects_that_are_not_data_do_not_travel(echo_server):
+  server, calls = echo_server
+  client = channel.ChannelClient(server.address)
+  with pytest.raises(TypeError, match='cannot carry an object of type'):
+    client.call(object())
+  with pytest.raises(TypeError, match='object or structured'):
+    client.call(np.array([1, None]))
+  # Nothing was sent: the connection goes on.
+  assert client.call('fine', np.ones(2))['sum'] == 2.0
+  client.close()
+  assert len(calls) == 1

@@ -237,5 +237,8 @@ def test_reverb_node_writes_a_final_checkpoint_when_the_program_stops(
   assert not (tmp_path / 'ckpt').exists()
   launched.stop(timeout=60)
   assert list((tmp_path / 'ckpt').iterdir())  # the final checkpoint
-  with pytest.raises(ValueError, match='needs a checkpoint_ctor'):
-    launch.ReverbNode(tables, checkpoint_time_delta_minutes=1)
+  # As Launchpad (and Acme): a period without a checkpointer uses Reverb's
+  # default one; a period that is not positive is refused.
+  launch.ReverbNode(tables, checkpoint_time_delta_minutes=5)
+  with pytest.raises(ValueError, match='must be > 0'):
+    launch.ReverbNode(tables, checkpoint_time_delta_minutes=0)

@@ -25,6 +25,11 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope='module')
 def cluster():
+  # With Ray's token authentication, as launch requires (what `ray.init()` of
+  # a new local instance turns on; cluster_utils does not).
+  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
+  auth._enable_token_auth()  # pylint: disable=protected-access
+  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
   cluster = cluster_utils.Cluster(
       initialize_head=True,
       head_node_args={'num_cpus': 1, 'resources': {'head_res': 1},
@@ -135,12 +140,16 @@ def test_a_failing_node_stops_the_program_and_is_named(connected, tmp_path):
   program.add_node(launch.PyNode(loop_until_stopped, str(tmp_path / 'final')),
                    label='worker')
   program.add_node(launch.PyNode(boom), label='bad')
-  with pytest.raises(launch.NodeError) as info:
+  # The node's own ValueError, also a NodeError naming the node; the note
+  # carries its traceback and log file.
+  with pytest.raises(ValueError) as info:
     launch.launch(program, launch_type='ray', logdir=str(tmp_path / 'logs'))
   error = info.value
+  assert isinstance(error, launch.NodeError)
   assert error.node_id == 'bad/0' and error.label == 'bad'
-  assert 'ValueError: boom from the node' in str(error)
-  assert str(tmp_path / 'logs' / 'bad_0.log') in str(error)
+  assert str(error) == 'boom from the node'
+  assert 'ValueError: boom from the node' in error.__notes__[-1]
+  assert str(tmp_path / 'logs' / 'bad_0.log') in error.__notes__[-1]
   assert 'boom from the node' in (tmp_path / 'logs' / 'bad_0.log').read_text()
   # The other node got its notice and finished cleanly.
   assert (tmp_path / 'final').read_text() == 'final checkpoint'

@@ -24,7 +24,8 @@ from repertory import core
 from repertory import environments
 from repertory import launch
 from repertory.agents.a3c import config as config_lib
-from repertory.agents.a3c import networks as networks_lib
+from repertory.agents.a3c import networks as a3c_networks
+from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components.actors import limit_tf_threads
 from repertory.components import losses
 from repertory.components import networks
@@ -55,7 +56,7 @@ class A3CActor(core.Worker):
       envs_per_actor: environments stepped per policy call.
       seed: seed of the first environment (the others follow) and of the
         action sampling.
-      learner: the learner (client): `get_variables`, `apply_gradients`.
+      learner: the learner (client): `get_variables`, `update`.
       counter: optional counter (client): `increment(actor_steps=...)`.
       monitor: optional run monitor (client): `record_episodes(...)`.
     """
@@ -70,9 +71,10 @@ class A3CActor(core.Worker):
     action_spec = self._environment.action_spec()
     # The eager network computes gradients (once per rollout); the policy
     # acts every step in a graph of its own (no EagerTensor per step).
-    self._network = networks_lib.make_network(
-        config.hidden_sizes, observation_spec, action_spec)
-    self._variables = networks_lib.variable_list(self._network)
+    with networks.seeded(seed):  # Its weights are the learner's anyway.
+      self._network = networks_lib.make_network(
+          config.hidden_sizes, observation_spec, action_spec)
+    self._variables = a3c_networks.variable_list(self._network)
     self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
                                        action_spec, seed=seed)
     self._learner = learner
@@ -160,8 +162,8 @@ class A3CActor(core.Worker):
     version = self.pull()
     data = self.rollout()
     gradients, _ = self.compute_gradients(data)
-    new_version = self._learner.apply_gradients(gradients, version,
-                                                actor_id=self._actor_id)
+    metrics = self._learner.update(gradients, version, self._actor_id)
+    new_version = version if metrics is None else metrics['learner/version']
     self.rollouts += 1
     self.last_version = int(new_version)
     self._reporter.report(self._config.unroll_length * self._num_envs,

@@ -29,16 +29,6 @@ class Config:
     push_timeout_s: how long an actor waits for the learner to serve
       weights before failing.
     eval_greedy: the evaluation actor takes the most likely action.
-    seed: seed of the network initialisation.
-    checkpoint_every_steps: the learner checkpoints its network, optimizer,
-      gradient count and version into `<logdir>/checkpoints` every this
-      many gradients received (None: by time only); a rerun with the same
-      logdir resumes from the latest.
-    checkpoint_every_minutes: ...and at least this often (None: by steps).
-    checkpoints_to_keep: how many of the latest checkpoints stay on disk.
-    max_bad_updates: a gradient (or resulting update) that is not finite is
-      not applied; after this many in a row the learner rolls back to its
-      latest checkpoint.
   """
   unroll_length: int = 20
   learning_rate: float = 1e-3
@@ -52,22 +42,12 @@ class Config:
   hidden_sizes: Tuple[int, ...] = (64, 64)
   push_timeout_s: float = 60.0
   eval_greedy: bool = True
-  seed: int = 0
-  checkpoint_every_steps: Optional[int] = 1000
-  checkpoint_every_minutes: Optional[float] = 2.0
-  checkpoints_to_keep: int = 3
-  max_bad_updates: int = 10
 
   def __post_init__(self):
-    for name in ('unroll_length', 'checkpoints_to_keep', 'max_bad_updates'):
+    for name in ('unroll_length',):
       if getattr(self, name) < 1:
         raise ValueError(f'A3C Config: {name} must be >= 1, got '
                          f'{getattr(self, name)!r}.')
-    for name in ('checkpoint_every_steps', 'checkpoint_every_minutes'):
-      value = getattr(self, name)
-      if value is not None and not value > 0:
-        raise ValueError(f'A3C Config: {name} must be > 0 or None (off), got '
-                         f'{value!r}.')
     if self.optimizer not in OPTIMIZERS:
       raise ValueError(f'A3C Config: optimizer={self.optimizer!r}; choose one '
                        f'of {OPTIMIZERS}.')

@@ -1,16 +1,11 @@
-"""A3C's networks: PPO's MLP policy-value network (one network, one place)
-and the order in which gradients travel between actors and learner."""
+"""The order in which A3C's gradients travel between actors and learner
+(the network is `components.actor_critic.mlp_policy`'s, as PPO's)."""
 
 from typing import List
 
 import sonnet as snt
 import tensorflow as tf
 
-from repertory.agents.ppo.networks import environment_specs  # pylint: disable=unused-import
-from repertory.agents.ppo.networks import export_snapshot  # pylint: disable=unused-import
-from repertory.agents.ppo.networks import make_network  # pylint: disable=unused-import
-from repertory.agents.ppo.networks import Policy  # pylint: disable=unused-import
-from repertory.agents.ppo.networks import POLICY  # pylint: disable=unused-import
 from repertory.components import networks
 
 

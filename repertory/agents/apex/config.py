@@ -2,7 +2,7 @@
 Experience Replay", appendix C), scaled down to small control tasks."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
 INITIAL_PRIORITIES = ('actor', 'constant')
 
@@ -39,19 +39,6 @@ class Config:
     eval_epsilon: exploration of the evaluation actor.
     variable_update_period: actor policy calls between weight fetches.
     max_in_flight_items: transitions an actor's writer may have pending.
-    seed: base seed of the networks and the exploration noise.
-    checkpoint_every_steps: the learner checkpoints its online and target
-      networks, optimizer, step and version into `<logdir>/checkpoints`
-      every this many steps (None: by time only); a rerun with the same
-      logdir resumes from the latest.
-    checkpoint_every_minutes: ...and at least this often (None: by steps).
-    checkpoints_to_keep: how many of the latest checkpoints stay on disk.
-    max_bad_updates: a non-finite loss or gradient skips the update; after
-      this many in a row the learner rolls back to its latest checkpoint.
-    replay_checkpoint_minutes: the Reverb server checkpoints the replay
-      table (items, priorities, rate limiter) into `<logdir>/replay` this
-      often and when the program stops; a rerun with the same logdir
-      restores the latest (None: never).
   """
   torso_sizes: Tuple[int, ...] = (64, 64)
   head_sizes: Tuple[int, ...] = (64,)
@@ -75,24 +62,8 @@ class Config:
   eval_epsilon: float = 0.0
   variable_update_period: int = 20
   max_in_flight_items: int = 32
-  seed: int = 0
-  checkpoint_every_steps: Optional[int] = 1000
-  checkpoint_every_minutes: Optional[float] = 2.0
-  checkpoints_to_keep: int = 3
-  max_bad_updates: int = 10
-  replay_checkpoint_minutes: Optional[float] = 5.0
 
   def __post_init__(self):
-    for name in ('checkpoints_to_keep', 'max_bad_updates'):
-      if getattr(self, name) < 1:
-        raise ValueError(f'Ape-X Config.{name} must be >= 1, got '
-                         f'{getattr(self, name)}.')
-    for name in ('checkpoint_every_steps', 'checkpoint_every_minutes',
-                 'replay_checkpoint_minutes'):
-      value = getattr(self, name)
-      if value is not None and not value > 0:
-        raise ValueError(f'Ape-X Config.{name} must be > 0 or None, got '
-                         f'{value!r}.')
     self.torso_sizes = tuple(int(s) for s in self.torso_sizes)
     self.head_sizes = tuple(int(s) for s in self.head_sizes)
     for name in ('n_step', 'batch_size', 'target_update_period',

@@ -1,5 +1,5 @@
-"""IMPALA's actors: a batched actor node that writes unrolls, and a
-single-environment actor for evaluation.
+"""IMPALA's actor node: a batched actor that writes unrolls (the evaluation
+actor is `components.actor_critic.acting.EvalActor`).
 
 The actor node holds a local copy of the policy, steps `envs_per_actor`
 environments with one policy call per step, writes `[T + 1]` unrolls with
@@ -10,13 +10,12 @@ queue, and refreshes its weights from the learner every
 
 from typing import Any, Optional
 
-import dm_env
 import numpy as np
 
 from repertory import core
 from repertory import launch
-from repertory.agents.impala import config as config_lib
-from repertory.agents.impala import networks as networks_lib
+from repertory.components.actor_critic import config as config_lib
+from repertory.components.actor_critic import networks as networks_lib
 from repertory.components import variables
 from repertory.components.actors import limit_tf_threads
 from repertory.components.evaluation import episodes
@@ -27,7 +26,7 @@ class ImpalaActor(core.Worker):
 
   def __init__(self,
                actor_id: int,
-               config: config_lib.Config,
+               config: config_lib.ActorCriticConfig,
                env_spec: str,
                num_envs: int,
                seed: int,
@@ -136,42 +135,3 @@ class ImpalaActor(core.Worker):
       self._reporter.report((self.steps % unroll) * self._num_envs,
                             *self._episodes.pop())
     self._reporter.flush()
-
-
-class EvalActor(core.Actor):
-  """One environment, no adder: acts with the learner's latest weights."""
-
-  def __init__(self, config: config_lib.Config, env_spec: str,
-               variable_source: Any, greedy: bool = True, seed: int = 0):
-    limit_tf_threads()
-    observation_spec, action_spec = networks_lib.environment_specs(env_spec)
-    self._policy = networks_lib.Policy(config, observation_spec, action_spec,
-                                       greedy=greedy, seed=seed)
-    self._client = variables.VariableClient(variable_source,
-                                            networks_lib.POLICY)
-    self._state = self._policy.initial_state(1)
-    self._first = True
-
-  def select_action(self, observation: Any) -> Any:
-    batched = np.asarray(observation)[None]
-    action, _, self._state = self._policy.step(
-        batched, self._state, np.array([self._first]))
-    self._first = False
-    return action[0]
-
-  def observe_first(self, timestep: dm_env.TimeStep) -> None:
-    self._first = True
-
-  def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
-    pass
-
-  def update(self, wait: bool = False) -> None:
-    self._client.update(wait=wait)
-    if self._client.variables:
-      self._policy.set_weights(self._client.params)
-
-
-def make_eval_actor(config: config_lib.Config, env_spec: str,
-                    variable_source: Any) -> EvalActor:
-  """`make_eval_actor(variable_source)` for the run monitor (use a partial)."""
-  return EvalActor(config, env_spec, variable_source)

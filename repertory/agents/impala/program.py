@@ -10,80 +10,44 @@
 
 import functools
 import os
-from typing import Any, List
-
-import numpy as np
 
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.impala import acting
 from repertory.agents.impala import config as config_lib
-from repertory.agents.impala import networks as networks_lib
+from repertory.components.actor_critic import tables
 
-TABLE = 'queue'
-
-
-def unroll_signature(config: config_lib.Config, observation_spec: Any,
-                     action_spec: Any) -> Any:
-  """The signature of the queue's items (one environment's unroll)."""
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
-  num_actions = networks_lib.num_actions(action_spec)
-  return adders.unroll_signature(
-      adders.EnvironmentSpec(observation_spec, action_spec, None, None),
-      config.unroll_length,
-      extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-      core_state_spec=networks_lib.state_spec(config))
-
-
-def make_tables(config: config_lib.Config, observation_spec: Any,
-                action_spec: Any, table: str = TABLE) -> List[Any]:
-  """The unroll queue: each unroll is consumed once; actors block when full.
-
-  With `config.train` off nothing samples, so the table drops its oldest
-  unrolls instead of blocking the actors (acting throughput measurements).
-  """
-  import reverb  # pylint: disable=g-import-not-at-top
-  from repertory.components import replay  # pylint: disable=g-import-not-at-top
-  signature = unroll_signature(config, observation_spec, action_spec)
-  if config.train:
-    return [replay.queue_table(table, config.max_queue_size,
-                               signature=signature,
-                               batch_size=config.batch_size)]
-  return [reverb.Table(
-      name=table, sampler=reverb.selectors.Fifo(),
-      remover=reverb.selectors.Fifo(), max_size=config.max_queue_size,
-      rate_limiter=reverb.rate_limiters.MinSize(1), signature=signature)]
+TABLE = tables.TABLE
 
 
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
   """Builds IMPALA's program: replay, counter, learner, monitor, actors."""
-  from repertory.agents.impala import learning  # pylint: disable=g-import-not-at-top
-  from repertory.components import replay as replay_lib  # pylint: disable=g-import-not-at-top
-  observation_spec, action_spec = networks_lib.environment_specs(
-      experiment.env)
-  networks_lib.num_actions(action_spec)  # A continuous action fails here.
+  # pylint: disable=g-import-not-at-top
+  from repertory.components import replay as replay_lib
+  from repertory.components.actor_critic import acting as eval_acting
+  from repertory.components.actor_critic import learning
+  from repertory.components.actor_critic import networks as networks_lib
+  # pylint: enable=g-import-not-at-top
+  spec = experiment_lib.environment_spec(experiment.env)
+  networks_lib.num_actions(spec.actions)  # A continuous action fails here.
   program = launch.Program('impala')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(
-        functools.partial(make_tables, config, observation_spec,
-                          action_spec),
+        functools.partial(tables.make_tables, config, spec),
         **replay_lib.node_checkpointing(
             os.path.join(experiment.logdir, 'replay'),
-            config.replay_checkpoint_minutes)))
+            experiment.checkpoint.replay_every_minutes)))
   counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        learning.VTraceLearner, config, observation_spec, action_spec,
-        replay, TABLE, counter=counter,
-        logdir=os.path.join(experiment.logdir, 'learner'),
-        seed=experiment.seed,
-        checkpoint_dir=os.path.join(experiment.logdir, 'checkpoints'),
-        snapshot_dir=os.path.join(experiment.logdir, 'snapshot')))
+        learning.make_learner, config, spec, replay, TABLE, counter=counter,
+        logdir=experiment.logdir, seed=experiment.seed,
+        checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(acting.make_eval_actor, config, experiment.env),
+      functools.partial(eval_acting.make_eval_actor, config, spec),
       replay=replay)
   with program.group('actor'):
     for i in range(experiment.num_actors):

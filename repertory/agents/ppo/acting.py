@@ -7,11 +7,11 @@ behaviour log-probs and values) to the queue through `UnrollAdder`. It then
 waits for the next version: no step is ever taken with a policy other than
 the round's.
 
-`EvalActor` and `make_eval_actor` are shared with A3C.
+The evaluation actor is `components.actor_critic.mlp_policy.EvalActor`.
 """
 
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from absl import logging
 import numpy as np
@@ -21,7 +21,7 @@ from repertory import environments
 from repertory import launch
 from repertory.components.actors import limit_tf_threads
 from repertory.agents.ppo import config as config_lib
-from repertory.agents.ppo import networks as networks_lib
+from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components import adders
 from repertory.components import variables
 from repertory.components.evaluation import episodes
@@ -37,43 +37,6 @@ def extras_spec() -> dict:
   """The per-step extras PPO actors write: behaviour log-prob and value."""
   return {'log_prob': np.zeros((), np.float32),
           'value': np.zeros((), np.float32)}
-
-
-class EvalActor(core.Actor):
-  """A single-environment actor (no adder) with the learner's weights."""
-
-  def __init__(self, policy: networks_lib.Policy, variable_source: Any):
-    self._policy = policy
-    self._client = variables.VariableClient(variable_source,
-                                            networks_lib.POLICY)
-    self._version = -1
-
-  def select_action(self, observation):
-    action, _, _ = self._policy.step(np.asarray(observation)[None])
-    return action[0]
-
-  def observe_first(self, timestep) -> None:
-    pass
-
-  def observe(self, action, next_timestep) -> None:
-    pass
-
-  def update(self, wait: bool = False) -> None:
-    self._client.update(wait=wait)
-    if self._client.version != self._version and self._client.variables:
-      self._policy.set_weights(self._client.params)
-      self._version = self._client.version
-
-
-def make_eval_actor(variable_source: Any, env: str,
-                    hidden_sizes: Sequence[int], greedy: bool = True,
-                    seed: int = 0) -> EvalActor:
-  """The monitor's evaluation actor (use with functools.partial)."""
-  limit_tf_threads()
-  observation_spec, action_spec = networks_lib.environment_specs(env)
-  return EvalActor(networks_lib.Policy(hidden_sizes, observation_spec,
-                                       action_spec, greedy=greedy, seed=seed),
-                   variable_source)
 
 
 class PPOActor(core.Worker):

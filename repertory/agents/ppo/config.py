@@ -44,16 +44,6 @@ class Config:
       an actor waits for the next version).
     eval_greedy: the evaluation actor takes the most likely action (the
       training actors always sample).
-    seed: seed of the network initialisation and minibatch shuffling.
-    checkpoint_every_steps: the learner checkpoints its network, optimizer,
-      round count and version into `<logdir>/checkpoints` every this many
-      rounds (None: by time only); a rerun with the same logdir resumes
-      from the latest.
-    checkpoint_every_minutes: ...and at least this often (None: by rounds).
-    checkpoints_to_keep: how many of the latest checkpoints stay on disk.
-    max_bad_updates: a minibatch update with a non-finite loss or gradient
-      is skipped; after this many rounds in a row with a skipped update the
-      learner rolls back to its latest checkpoint.
   """
   unroll_length: int = 32
   num_epochs: int = 20
@@ -73,15 +63,9 @@ class Config:
   hidden_sizes: Tuple[int, ...] = (64, 64)
   round_timeout_s: float = 120.0
   eval_greedy: bool = True
-  seed: int = 0
-  checkpoint_every_steps: Optional[int] = 100
-  checkpoint_every_minutes: Optional[float] = 2.0
-  checkpoints_to_keep: int = 3
-  max_bad_updates: int = 10
 
   def __post_init__(self):
-    for name in ('unroll_length', 'num_epochs', 'num_minibatches',
-                 'checkpoints_to_keep', 'max_bad_updates'):
+    for name in ('unroll_length', 'num_epochs', 'num_minibatches'):
       if getattr(self, name) < 1:
         raise ValueError(f'PPO Config: {name} must be >= 1, got '
                          f'{getattr(self, name)!r}.')
@@ -90,8 +74,7 @@ class Config:
       if not getattr(self, name) > 0:
         raise ValueError(f'PPO Config: {name} must be > 0, got '
                          f'{getattr(self, name)!r}.')
-    for name in ('value_clip_epsilon', 'max_grad_norm',
-                 'checkpoint_every_steps', 'checkpoint_every_minutes'):
+    for name in ('value_clip_epsilon', 'max_grad_norm'):
       value = getattr(self, name)
       if value is not None and not value > 0:
         raise ValueError(f'PPO Config: {name} must be > 0 or None (off), got '

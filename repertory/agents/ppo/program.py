@@ -8,8 +8,6 @@ actors --unrolls of version v--> queue --one round--> learner
 """
 
 import functools
-import os
-from typing import Optional
 
 from repertory import experiment as experiment_lib
 from repertory import launch
@@ -17,37 +15,17 @@ from repertory.agents.ppo import acting
 from repertory.agents.ppo import config as config_lib
 
 
-def make_tables(config: config_lib.Config, env: str, num_actors: int,
+def make_tables(config: config_lib.Config, spec, num_actors: int,
                 envs_per_actor: int):
   """The unroll queue; it holds two rounds, so actors never block on it."""
-  from repertory.agents.ppo import networks as networks_lib  # pylint: disable=g-import-not-at-top
   from repertory.components import adders  # pylint: disable=g-import-not-at-top
   from repertory.components import replay  # pylint: disable=g-import-not-at-top
-  observation_spec, action_spec = networks_lib.environment_specs(env)
   signature = adders.unroll_signature(
-      adders.EnvironmentSpec(observation_spec, action_spec, None, None),
+      adders.EnvironmentSpec(spec.observations, spec.actions, None, None),
       config.unroll_length, acting.extras_spec())
   items = config.items_per_round(num_actors, envs_per_actor)
   return [replay.queue_table(acting.QUEUE, max_size=2 * items,
                              signature=signature)]
-
-
-def make_learner(config: config_lib.Config, env: str, replay, num_actors: int,
-                 envs_per_actor: int, counter, logdir: Optional[str],
-                 anneal_steps: int, checkpoint_dir: Optional[str] = None,
-                 snapshot_dir: Optional[str] = None):
-  """Builds the learner inside its node (specs come from the environment).
-
-  With `checkpoint_dir` it resumes from its latest checkpoint there.
-  """
-  from repertory.agents.ppo import learning  # pylint: disable=g-import-not-at-top
-  from repertory.agents.ppo import networks as networks_lib  # pylint: disable=g-import-not-at-top
-  observation_spec, action_spec = networks_lib.environment_specs(env)
-  return learning.PPOLearner(
-      config, observation_spec, action_spec, replay, acting.QUEUE,
-      num_actors=num_actors, envs_per_actor=envs_per_actor, counter=counter,
-      logdir=logdir, anneal_steps=anneal_steps, checkpoint_dir=checkpoint_dir,
-      snapshot_dir=snapshot_dir)
 
 
 def make_program(config: config_lib.Config,
@@ -56,24 +34,27 @@ def make_program(config: config_lib.Config,
   """Builds the synchronous PPO program graph (see the module docstring)."""
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs a PPO Config, got {config!r}.')
+  # pylint: disable=g-import-not-at-top
+  from repertory.agents.ppo import learning
+  from repertory.components.actor_critic import mlp_policy
+  # pylint: enable=g-import-not-at-top
+  spec = experiment_lib.environment_spec(experiment.env)
   program = launch.Program('ppo')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, experiment.env, experiment.num_actors,
+        make_tables, config, spec, experiment.num_actors,
         experiment.envs_per_actor)))
-  logdir = experiment.logdir
-  counter = experiment_lib.add_counter(program, logdir or None)
+  counter = experiment_lib.add_counter(program, experiment.logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        make_learner, config, experiment.env, replay, experiment.num_actors,
-        experiment.envs_per_actor, counter,
-        os.path.join(logdir, 'learner') if logdir else None,
-        experiment.max_actor_steps,
-        checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None,
-        snapshot_dir=os.path.join(logdir, 'snapshot') if logdir else None))
+        learning.make_learner, config, spec, replay, acting.QUEUE,
+        experiment.num_actors, experiment.envs_per_actor, counter=counter,
+        logdir=experiment.logdir or None,
+        anneal_steps=experiment.max_actor_steps, seed=experiment.seed,
+        checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(acting.make_eval_actor, env=experiment.env,
+      functools.partial(mlp_policy.make_eval_actor, spec=spec,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)

@@ -11,14 +11,14 @@ import tensorflow as tf
 
 from repertory import core
 from repertory import environments
-from repertory.agents.apex import acting as apex_acting
 from repertory.components import adders
+from repertory.components.actors import epsilon_greedy as eg
+from repertory.components.actors import replay_actor
+from repertory.components.actors.feed_forward import limit_tf_threads
 from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
 from repertory.components.networks import variables as network_variables
 
-REPORT_EVERY_CALLS = apex_acting.REPORT_EVERY_CALLS
-epsilon_greedy = apex_acting.epsilon_greedy
 
 
 def make_environment(env: str, seed: int) -> dm_env.Environment:
@@ -127,7 +127,7 @@ class R2D2Priority:
                  (1.0 - self._eta) * abs_deltas.mean()) + 1e-6
 
 
-class R2D2Actor(apex_acting.ReplayActor):
+class R2D2Actor(replay_actor.ReplayActor):
   """Steps `envs_per_actor` environments with one recurrent policy call.
 
   Each environment has its own `SequenceAdder`; the adder stores the LSTM
@@ -147,7 +147,7 @@ class R2D2Actor(apex_acting.ReplayActor):
                variable_source: Any,
                counter: Any = None,
                monitor: Any = None):
-    apex_acting.limit_tf_threads()
+    limit_tf_threads()
     self._actor_id = actor_id
     self._config = config
     seed = experiment.actor_seed(actor_id)
@@ -162,13 +162,13 @@ class R2D2Actor(apex_acting.ReplayActor):
     self._client = variables_lib.VariableClient(
         variable_source, 'policy',
         update_period=config.variable_update_period)
-    self._epsilon = apex_acting.apex_epsilon(
+    self._epsilon = eg.apex_epsilon(
         actor_id, experiment.num_actors, config.epsilon, config.epsilon_alpha)
-    self._rng = np.random.RandomState(config.seed * 7919 + seed)
+    self._rng = np.random.RandomState(seed)
     if config.initial_priority == 'actor':
       priority_fn = R2D2Priority(config)
     else:
-      priority_fn = functools.partial(apex_acting.constant_priority,
+      priority_fn = functools.partial(replay_actor.constant_priority,
                                       config.constant_priority)
     self._adders = [
         adders.SequenceAdder(
@@ -193,9 +193,9 @@ class R2D2Actor(apex_acting.ReplayActor):
       self._fetch_weights(wait=True)
     state = self._state
     q_values, next_state = self._policy(
-        apex_acting.stack([t.observation for t in self._timesteps]), state)
+        eg.stack([t.observation for t in self._timesteps]), state)
     num_envs = len(self._envs)
-    actions = epsilon_greedy(q_values, np.full(num_envs, self._epsilon),
+    actions = eg.epsilon_greedy(q_values, np.full(num_envs, self._epsilon),
                              self._rng).astype(self._action_dtype)
     for j, (env, adder) in enumerate(zip(self._envs, self._adders)):
       timestep = env.step(actions[j])
@@ -220,7 +220,7 @@ class R2D2EvalActor(core.Actor):
 
   def __init__(self, network: Any, variable_source: Any, epsilon: float,
                observation_spec: Any, lstm_size: int, seed: int = 0):
-    apex_acting.limit_tf_threads()
+    limit_tf_threads()
     self._network = network
     self._policy = recurrent_policy(network, observation_spec, lstm_size)
     self._client = variables_lib.VariableClient(variable_source, 'policy')
@@ -239,7 +239,7 @@ class R2D2EvalActor(core.Actor):
                            self._prev_action[None], self._prev_reward[None])
     q_values, state = self._policy(oar, self._state)
     self._state = {k: v.numpy() for k, v in state.items()}
-    return epsilon_greedy(q_values.numpy(), np.array([self._epsilon]),
+    return eg.epsilon_greedy(q_values.numpy(), np.array([self._epsilon]),
                           self._rng)[0].astype(self._action_dtype)
 
   def observe_first(self, timestep: dm_env.TimeStep) -> None:
@@ -259,13 +259,11 @@ class R2D2EvalActor(core.Actor):
       network_variables.assign_variables(self._network, self._client.params)
 
 
-def make_eval_actor(env: str, config: Any,
+def make_eval_actor(spec: Any, config: Any,
                     make_network: Callable[[Any, Any], Any],
-                    variable_source: Any) -> core.Actor:
-  """Builds the evaluation actor (picklable through functools.partial)."""
-  environment = make_environment(env, seed=0)
-  spec = adders.make_environment_spec(environment)
-  environment.close()
+                    variable_source: Any, seed: int = 0) -> core.Actor:
+  """Builds the evaluation actor (picklable through functools.partial);
+  `spec` is the OAR-wrapped environment's (`program.environment_spec`)."""
   return R2D2EvalActor(make_network(spec, config), variable_source,
                        config.eval_epsilon, spec.observations,
-                       config.lstm_size, seed=config.seed)
+                       config.lstm_size, seed=seed)

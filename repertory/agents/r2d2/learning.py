@@ -3,15 +3,16 @@ over the trace, importance weights, mixed max/mean sequence priorities
 written back asynchronously, periodic target copies (Kapturowski et al.
 2019, sections 2-3)."""
 
-from typing import Any, Callable, Optional
+import functools
+from typing import Any, Callable
 
 import dm_env
 import sonnet as snt
 import tensorflow as tf
 
-from repertory.agents.apex import learning as apex_learning
-from repertory.components import adders
+from repertory.agents.r2d2 import networks as r2d2_networks
 from repertory.components import learners
+from repertory.components.learners import prioritized
 from repertory.components import losses
 from repertory.components import networks as networks_lib
 
@@ -97,30 +98,23 @@ def n_step_double_q_td(q_tm1: tf.Tensor, a_tm1: tf.Tensor, r_t: tf.Tensor,
                          target=target)
 
 
-class R2D2Learner(apex_learning.PrioritizedReplayLearner):
+class R2D2Learner(prioritized.PrioritizedReplay):
   """Samples prioritized sequences; serves its weights as 'policy'.
 
-  Arguments as `PrioritizedReplayLearner`'s; the weights are published
-  every `config.learner_steps_per_publish` steps.
+  Arguments as `PrioritizedReplay`'s; the weights are published every
+  `config.learner_steps_per_publish` steps.
   """
 
-  def __init__(self,
-               config: Any,
-               environment_spec: adders.EnvironmentSpec,
-               make_network: Callable[[Any, Any], Any],
-               replay_client: Any,
-               table: str,
-               counter: Any = None,
-               logdir: Optional[str] = None,
-               checkpoint_dir: Optional[str] = None):
+  def __init__(self, config: Any, spec: Any,
+               make_network: Callable[[Any, Any], Any], replay_client: Any,
+               table: str, seed: int = 0):
     if config.use_value_rescaling:
       self._transform = losses.signed_hyperbolic_transform(
           config.value_rescaling_eps)
     else:
       self._transform = losses.IDENTITY_TRANSFORM
-    super().__init__(config, environment_spec, make_network, replay_client,
-                     table, counter=counter, logdir=logdir,
-                     checkpoint_dir=checkpoint_dir,
+    super().__init__(config, spec, make_network, replay_client, table,
+                     seed=seed,
                      publish_period=config.learner_steps_per_publish)
 
   def _start_state(self, data) -> snt.LSTMState:
@@ -183,3 +177,7 @@ class R2D2Learner(apex_learning.PrioritizedReplayLearner):
         'q_mean': tf.reduce_mean(online_q),
         'priority_mean': tf.reduce_mean(priorities),
     }, info.key, priorities, data['policy_version']
+
+
+make_learner = functools.partial(prioritized.make_learner, R2D2Learner,
+                                 r2d2_networks.make_network)

@@ -1,21 +1,20 @@
 """The R2D2 program: prioritized sequence replay, one learner, N actors
 (Kapturowski et al. 2019)."""
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from repertory import experiment as experiment_lib
 from repertory import launch
-from repertory.agents.apex import program as apex_program
 from repertory.agents.r2d2 import acting
 from repertory.agents.r2d2 import config as config_lib
 from repertory.agents.r2d2 import learning
 from repertory.agents.r2d2 import networks
 from repertory.components import adders
-from repertory.components.replay import tables
+from repertory.components.replay import program as replay_program
 
-TABLE = apex_program.TABLE
+TABLE = replay_program.TABLE
 
 
 def environment_spec(env: str) -> adders.EnvironmentSpec:
@@ -27,9 +26,8 @@ def environment_spec(env: str) -> adders.EnvironmentSpec:
     environment.close()
 
 
-def make_tables(config: config_lib.Config, env: str):
+def make_tables(config: config_lib.Config, spec: Any):
   """The prioritized sequence table (FIFO removal, SampleToInsertRatio)."""
-  spec = environment_spec(env)
   num_actions = int(spec.actions.num_values)
   signature = adders.SequenceAdder.signature(
       spec, config.sequence_length,
@@ -38,26 +36,7 @@ def make_tables(config: config_lib.Config, env: str):
           'hidden': np.zeros((config.lstm_size,), np.float32),
           'cell': np.zeros((config.lstm_size,), np.float32)},
       end_of_episode_behavior=adders.EndBehavior.CONTINUE)
-  return [tables.prioritized_replay_table(
-      TABLE,
-      max_size=config.replay_size,
-      priority_exponent=config.priority_exponent,
-      signature=signature,
-      min_size_to_sample=config.min_replay_size,
-      samples_per_insert=config.samples_per_insert,
-      error_buffer=tables.error_buffer_for(
-          config.samples_per_insert, config.min_replay_size,
-          config.samples_per_insert_tolerance, config.batch_size),
-      batch_size=config.batch_size)]
-
-
-def make_learner(config: config_lib.Config, env: str, replay: Any,
-                 counter: Any = None, logdir: str = '',
-                 checkpoint_dir: Optional[str] = None) -> learning.R2D2Learner:
-  return learning.R2D2Learner(config, environment_spec(env),
-                              networks.make_network, replay, TABLE,
-                              counter=counter, logdir=logdir,
-                              checkpoint_dir=checkpoint_dir)
+  return [replay_program.prioritized_table(config, signature)]
 
 
 def make_program(config: config_lib.Config,
@@ -67,6 +46,7 @@ def make_program(config: config_lib.Config,
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs an r2d2.Config, got '
                     f'{type(config).__name__}.')
-  return apex_program.make_replay_program(
-      'r2d2', config, experiment, make_tables, make_learner,
-      acting.R2D2Actor, acting.make_eval_actor, networks.make_network)
+  return replay_program.make_replay_program(
+      'r2d2', config, experiment, environment_spec(experiment.env),
+      make_tables, learning.make_learner, acting.R2D2Actor,
+      acting.make_eval_actor, networks.make_network)

@@ -9,7 +9,7 @@ that SEED's actor processes stay free of it.
 from repertory.agents.seed.config import Config
 
 
-def make_program(config, experiment):
+def make_program(config, experiment, **kwargs):
   """Builds SEED's program graph; see `program.make_program`."""
   from repertory.agents.seed import program  # pylint: disable=g-import-not-at-top
-  return program.make_program(config, experiment)
+  return program.make_program(config, experiment, **kwargs)

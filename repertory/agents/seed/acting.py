@@ -11,7 +11,7 @@ import numpy as np
 
 from repertory import core
 from repertory import launch
-from repertory.agents.impala import config as config_lib
+from repertory.components.actor_critic import config as config_lib
 from repertory.components.evaluation import episodes
 
 
@@ -38,7 +38,7 @@ class SeedActor(core.Worker):
       num_envs: environments stepped together (one server call per step).
       seed: environment i gets seed + i.
       server: the inference server's client (a dereferenced handle).
-      batched_env_kind: see `impala.Config.batched_env_kind`.
+      batched_env_kind: see `ActorCriticConfig.batched_env_kind`.
       report_every: send steps and finished episodes every this many steps.
       counter: optional counter client (actor_steps).
       monitor: optional run monitor client (finished episodes).

@@ -6,15 +6,15 @@ Like IMPALA's config module, this imports no TensorFlow.
 import dataclasses
 
 from repertory import launch
-from repertory.agents.impala import config as impala_config
+from repertory.components.actor_critic import config as actor_critic_config
 
 PLACEMENTS = ('learner', 'separate')
 
 
 @dataclasses.dataclass
-class Config(impala_config.Config):
-  """SEED's settings: every IMPALA field (same learner, same meaning) plus
-  those of the central inference server.
+class Config(actor_critic_config.ActorCriticConfig):
+  """SEED's settings: every `ActorCriticConfig` field (IMPALA's: same
+  learner, same meaning) plus those of the central inference server.
 
   `variable_update_period` counts inference batches here: each inference
   server pulls new weights from the learner every this many batches.
@@ -32,9 +32,9 @@ class Config(impala_config.Config):
     num_inference_servers: how many servers; actor i talks to server
       i % num_inference_servers.
     inference_transport: how an actor's steps reach its server: 'tcp', a
-      direct TCP connection (`launch.ChannelClient`, a 0.1 ms round trip
-      here), or 'handle', a call through the server's node handle (a Ray
-      actor call in local_mp and ray, 1.6 ms).
+      direct TCP connection (`launch.ChannelClient`), or 'handle', a call
+      through the server's node handle (a Ray actor call in local_mp and
+      ray, slower: see BENCHMARKS.md).
   """
   variable_update_period: int = 1
   max_batch_size: int = 0

@@ -22,53 +22,53 @@ import numpy as np
 
 from repertory import experiment as experiment_lib
 from repertory import launch
-from repertory.agents.impala import acting as impala_acting
-from repertory.agents.impala import program as impala_program
 from repertory.agents.seed import acting
 from repertory.agents.seed import config as config_lib
-from repertory.agents.seed import networks as networks_lib
 from repertory.components import inference
+from repertory.components.actor_critic import tables
+from repertory.remote import program as remote_lib
 
-TABLE = impala_program.TABLE
+TABLE = tables.TABLE
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig,
+                 remote_options=None) -> launch.Program:
   """Builds SEED's program: replay, counter, learner + servers, monitor,
   environment-only actors."""
-  from repertory.agents.seed import learning  # pylint: disable=g-import-not-at-top
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
-  from repertory.components import replay as replay_lib  # pylint: disable=g-import-not-at-top
-  observation_spec, action_spec = networks_lib.environment_specs(
-      experiment.env)
-  num_actions = networks_lib.num_actions(action_spec)
+  # pylint: disable=g-import-not-at-top
+  from repertory.agents.seed import networks as seed_networks
+  from repertory.components import adders
+  from repertory.components import replay as replay_lib
+  from repertory.components.actor_critic import acting as eval_acting
+  from repertory.components.actor_critic import learning
+  from repertory.components.actor_critic import networks as networks_lib
+  # pylint: enable=g-import-not-at-top
+  spec = experiment_lib.environment_spec(experiment.env)
+  num_actions = networks_lib.num_actions(spec.actions)
   program = launch.Program('seed')
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
     replay = program.add_node(launch.ReverbNode(
-        functools.partial(impala_program.make_tables, config,
-                          observation_spec, action_spec),
+        functools.partial(tables.make_tables, config, spec),
         **replay_lib.node_checkpointing(
             os.path.join(experiment.logdir, 'replay'),
-            config.replay_checkpoint_minutes)))
+            experiment.checkpoint.replay_every_minutes)))
   counter = experiment_lib.add_counter(program, experiment.logdir)
 
   learner_node = launch.CourierNode(
-      learning.VTraceLearner, config, observation_spec, action_spec, replay,
-      TABLE, counter=counter, logdir=os.path.join(experiment.logdir, 'learner'),
-      seed=experiment.seed,
-      checkpoint_dir=os.path.join(experiment.logdir, 'checkpoints'),
-      snapshot_dir=os.path.join(experiment.logdir, 'snapshot'))
+      learning.make_learner, config, spec, replay, TABLE, counter=counter,
+      logdir=experiment.logdir, seed=experiment.seed,
+      checkpoint=experiment.checkpoint)
   learner = learner_node.create_handle()
-  num_servers = config.num_inference_servers
+  remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
+  num_servers = 0 if remote else config.num_inference_servers
   actors_per_server = [len(range(s, experiment.num_actors, num_servers))
                        for s in range(num_servers)]
   server_nodes = [
       launch.CourierNode(
           inference.InferenceServer,
-          make_policy=functools.partial(networks_lib.make_policy, config,
-                                        observation_spec, action_spec,
-                                        seed=experiment.seed + s),
+          make_policy=functools.partial(seed_networks.make_policy, config,
+                                        spec, seed=experiment.seed + s),
           variable_source=learner,
           replay=replay,
           table=TABLE,
@@ -78,8 +78,8 @@ def make_program(config: config_lib.Config,
           batch_timeout_ms=config.batch_timeout_ms,
           variable_update_period=config.variable_update_period,
           variable_name=networks_lib.POLICY,
-          environment_spec=adders.EnvironmentSpec(observation_spec,
-                                                  action_spec, None, None),
+          environment_spec=adders.EnvironmentSpec(
+              spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((num_actions,), np.float32)},
           core_state_spec=networks_lib.state_spec(config))
       for s in range(num_servers)]
@@ -96,8 +96,17 @@ def make_program(config: config_lib.Config,
 
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(impala_acting.make_eval_actor, config, experiment.env),
+      functools.partial(eval_acting.make_eval_actor, config, spec),
       replay=replay)
+  if remote:  # The remote environment service replaces servers and actors.
+    remote_lib.add_service(
+        program, experiment.logdir, remote_options, functools.partial(
+            seed_networks.make_policy, config, spec,
+            seed=experiment.seed), learner, replay, TABLE, spec.observations,
+        spec.actions, config.unroll_length, config.variable_update_period,
+        {'logits': np.zeros((num_actions,), np.float32)},
+        networks_lib.state_spec(config), counter, monitor, experiment.seed)
+    return program
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(

@@ -287,7 +287,7 @@ class ReverbAdder(abc.ABC):
     (adders with a `priority_fn` use `_create_item`).
 
     Reverb's Python `TrajectoryWriter` flattens, orders and re-nests its
-    arguments on every `append` and `create_item` (80 % of their cost for
+    arguments on every `append` and `create_item` (most of their cost for
     a few small columns); its C++ writer takes the flat lists directly and
     checks the item against the table signature the same way.
     """

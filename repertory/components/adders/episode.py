@@ -46,7 +46,8 @@ class EpisodeAdder(sequence.StepAdder):
                      priority_fn, max_in_flight_items, flush_timeout_s)
     self._max_sequence_length = max_sequence_length
 
-  def _on_step_appended(self) -> None:
+  def _on_step_appended(self, step_type) -> None:
+    del step_type
     if self._episode_steps > self._max_sequence_length:
       steps = self._episode_steps
       self.reset()

@@ -139,7 +139,7 @@ class NStepTransitionAdder(base.ReverbAdder):
       self._append_observation(next_timestep.observation, self._zero_outputs)
       self._write_tails()
       # No writer.end_episode(): it blocks until the server confirms every
-      # item (~1 ms); items only reference this episode's rows anyway.
+      # item (a round trip); items only reference this episode's rows anyway.
       self._observation = None
     else:
       self._observation = next_timestep.observation

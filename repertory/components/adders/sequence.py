@@ -29,19 +29,24 @@ from repertory.components.adders import base
 
 
 class EndBehavior(enum.Enum):
-  """What a `SequenceAdder` does at the end of an episode (Acme's choices).
+  """What a `SequenceAdder` does at the end of an episode (Acme's rules,
+  `acme/adders/reverb/sequence.py`, checked against its test cases).
 
-  Let s be the first period-aligned start whose sequence was not written
-  because the episode ended, if one exists before the final step (a start
-  at the final step alone would hold no action):
+  Periodic items (every `period` steps once `sequence_length` steps are in)
+  end at steps that hold an action; the episode's final step (the last
+  observation) never triggers one, except with CONTINUE. At the end of an
+  episode of L steps, let delta = sequence_length - L if L <= sequence_length,
+  else the steps from L to the next periodic position, (-(L -
+  sequence_length)) % period. Then:
 
-  - WRITE: write the last min(sequence_length, L) steps (one item ending at
-    the episode's end), unless the last periodic item already ended there.
-  - CONTINUE: write nothing; sequences continue into the next episode
-    (step_type marks the boundary).
-  - ZERO_PAD: write one item starting at s, padded with zero steps to
-    `sequence_length` (padding: step_type LAST, zero reward and discount).
-  - TRUNCATE: write one shorter item from s to the episode's end.
+  - WRITE: drop the episode if L < sequence_length; else write the last
+    `sequence_length` steps (one item ending at the final step).
+  - CONTINUE: no end-of-episode item; sequences continue into the next
+    episode (step_type marks the boundary) and the final step is periodic
+    like any other.
+  - ZERO_PAD: append delta zero steps (padding: step_type LAST, zero reward
+    and discount) and write the last `sequence_length` steps.
+  - TRUNCATE: write the last `sequence_length - delta` steps.
   """
   WRITE = 'write'
   CONTINUE = 'continue'
@@ -173,9 +178,9 @@ class StepAdder(base.ReverbAdder):
           '(cast actions to the action spec dtype).') from e
     self._episode_steps += 1
     self._stream_steps += 1
-    self._on_step_appended()
+    self._on_step_appended(step_type)
 
-  def _on_step_appended(self) -> None:
+  def _on_step_appended(self, step_type) -> None:
     pass
 
   def _value(self, value, default: float, what: str) -> np.ndarray:
@@ -267,9 +272,10 @@ class SequenceAdder(StepAdder):
     self._period = period
     self._padding = False
 
-  def _on_step_appended(self) -> None:
-    if self._padding:
-      return
+  def _on_step_appended(self, step_type) -> None:
+    if self._padding or (step_type == _LAST and
+                         self._behavior is not EndBehavior.CONTINUE):
+      return  # The final step's item is `_end_episode`'s.
     n = self._stream_steps
     length = self._sequence_length
     if n >= length and (n - length) % self._period == 0:
@@ -278,28 +284,27 @@ class SequenceAdder(StepAdder):
   def _end_episode(self) -> None:
     if self._behavior is EndBehavior.CONTINUE:
       return
-    steps = self._episode_steps
-    length, period = self._sequence_length, self._period
-    # First period-aligned start whose sequence did not fit in the episode.
-    first_unwritten = max(0, -(-(steps - length + 1) // period) * period)
+    steps, length = self._episode_steps, self._sequence_length
+    if steps <= length:
+      delta = length - steps
+    else:
+      delta = (-(steps - length)) % self._period
     if self._behavior is EndBehavior.WRITE:
-      if steps < length or (steps - length) % period != 0:
-        self._create_item(self._item(min(length, steps)))
-    elif first_unwritten < steps - 1:  # A start with at least one action.
-      remaining = steps - first_unwritten
-      if self._behavior is EndBehavior.TRUNCATE:
-        self._create_item(self._item(remaining))
-      else:  # ZERO_PAD
-        self._padding = True
-        try:
-          for _ in range(length - remaining):
-            self._append(self._zero_observation(), _LAST, self._zero_step,
-                         0.0, 0.0)
-        finally:
-          self._padding = False
+      if steps >= length:  # A shorter episode is dropped.
         self._create_item(self._item(length))
+    elif self._behavior is EndBehavior.TRUNCATE:
+      self._create_item(self._item(length - delta))
+    else:  # ZERO_PAD
+      self._padding = True
+      try:
+        for _ in range(delta):
+          self._append(self._zero_observation(), _LAST, self._zero_step,
+                       0.0, 0.0)
+      finally:
+        self._padding = False
+      self._create_item(self._item(length))
     # No writer.end_episode(): it blocks until the server confirms every item
-    # (~1 ms); items only reference this episode's steps anyway.
+    # (a round trip); items only reference this episode's steps anyway.
     self._stream_steps = 0
 
   def _zero_observation(self):

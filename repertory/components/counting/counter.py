@@ -64,6 +64,7 @@ class Counter(core.Saveable):
     self._time_delta = time_delta
     self._return_only_prefixed = return_only_prefixed
     self._lock = threading.Lock()
+    self._push_lock = threading.Lock()
     self._counts: Dict[str, Number] = {}
     self._cache: Dict[str, Number] = {}  # increments not yet sent.
     self._parent_counts: Dict[str, Number] = {}
@@ -104,32 +105,35 @@ class Counter(core.Saveable):
       for key, value in counts.items():
         self._counts[key] = self._counts.get(key, 0) + value
         self._cache[key] = self._cache.get(key, 0) + value
-      push = None
-      now = time.monotonic()
-      if self._parent is not None and now - self._last_sync >= self._time_delta:
-        push = {self._prefixed(k): v for k, v in self._cache.items()}
-        self._cache = {}
-        self._last_sync = now
-    if push is not None:
-      parent_counts = self._parent.increment(**push)
-      with self._lock:
-        self._parent_counts = dict(parent_counts)
+      due = (self._parent is not None and
+             time.monotonic() - self._last_sync >= self._time_delta)
+    if due:
+      self._push(force=False)
     if (self._checkpoint_path is not None and
         time.monotonic() - self._last_checkpoint >= self._checkpoint_every):
       self.checkpoint()
     return self.get_counts()
 
   def flush(self) -> None:
-    """Sends pending increments to the parent now."""
-    if self._parent is None:
-      return
-    with self._lock:
-      push = {self._prefixed(k): v for k, v in self._cache.items()}
-      self._cache = {}
-      self._last_sync = time.monotonic()
-    parent_counts = self._parent.increment(**push)
-    with self._lock:
-      self._parent_counts = dict(parent_counts)
+    """Sends pending increments to the parent now; returns once they, and
+    any push another thread had in flight, have arrived."""
+    if self._parent is not None:
+      self._push(force=True)
+
+  def _push(self, force: bool) -> None:
+    # One push at a time: a flush that returned has seen every earlier push
+    # arrive (a stop handler's flush racing a step's push lost its counts).
+    with self._push_lock:
+      with self._lock:
+        now = time.monotonic()
+        if not force and now - self._last_sync < self._time_delta:
+          return  # Another thread pushed meanwhile.
+        push = {self._prefixed(k): v for k, v in self._cache.items()}
+        self._cache = {}
+        self._last_sync = now
+      parent_counts = self._parent.increment(**push)
+      with self._lock:
+        self._parent_counts = dict(parent_counts)
 
   def get_counts(self) -> Dict[str, Number]:
     """This counter's counts, merged with the parent's last known ones."""

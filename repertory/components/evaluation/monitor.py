@@ -38,7 +38,9 @@ class RunMonitor:
     make_eval_actor: builds a `core.Actor` (no adder) that acts with the
       weights of the variable source it is given; called with `variable_source`.
     variable_source: the learner (handle), passed to `make_eval_actor`.
-    logdir: where `results.json` and `progress.log` are written.
+    logdir: where `results.json`, `progress.log` and `episodes.csv` (one
+      row per finished training episode: wall time, return, length, as
+      received) are written.
     max_actor_steps: the actor-step budget.
     stop_at_return: stop early once the mean return of the last
       `RECENT_EPISODES` training episodes reaches this (None: never).
@@ -82,6 +84,11 @@ class RunMonitor:
     self._start = time.time()
     self._results: Optional[dict] = None
     os.makedirs(logdir, exist_ok=True)
+    episodes_path = os.path.join(logdir, 'episodes.csv')
+    new = not os.path.exists(episodes_path)
+    self._episodes_file = open(episodes_path, 'a')  # pylint: disable=consider-using-with
+    if new:
+      self._episodes_file.write('time,return,length\n')
     # progress.csv is what `python -m repertory.plot` draws.
     self._progress_files = loggers.Dispatcher([
         loggers.CSVLogger(logdir, 'progress'),
@@ -94,10 +101,16 @@ class RunMonitor:
   def record_episodes(self, returns: Sequence[float],
                       lengths: Sequence[int] = ()) -> None:
     """Records finished training episodes (their returns)."""
-    del lengths
+    lengths = list(lengths) or [0] * len(returns)
+    now = time.time()
     with self._lock:
       self._returns.extend(float(r) for r in returns)
       self._num_episodes += len(returns)
+      if not self._episodes_file.closed:
+        self._episodes_file.write(''.join(
+            f'{now:.3f},{float(r):g},{int(n)}\n'
+            for r, n in zip(returns, lengths)))
+        self._episodes_file.flush()
 
   def summary(self) -> Dict[str, Any]:
     """The current statistics of the run."""
@@ -147,6 +160,8 @@ class RunMonitor:
           return
     finally:
       self._progress_files.close()  # Flushes progress.csv and TensorBoard.
+      with self._lock:
+        self._episodes_file.close()
 
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""

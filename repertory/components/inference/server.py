@@ -115,7 +115,7 @@ class InferenceServer:
     # Batch concurrent calls: one forward pass per batch (SEED's dynamic
     # batching). Built per instance so that the sizes come from the config.
     self.inference = launch.batched_handler(
-        max_batch_size, batch_timeout_ms / 1000.0)(
+        max_batch_size, timeout=batch_timeout_ms / 1000.0)(
             InferenceServer._inference).__get__(self, InferenceServer)
     self._channel = launch.LazyChannel(self.inference)
 

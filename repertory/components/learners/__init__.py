@@ -1,9 +1,12 @@
-"""Reusable learner-side pieces: finite-only updates, fault tolerance
-(resume, periodic and final checkpoints, rollback) and leak-free results
-of a `tf.function` step."""
+"""Reusable learner-side pieces: the learner host every agent runs its
+algorithm in, finite-only updates, fault tolerance (resume, periodic and
+final checkpoints, rollback) and leak-free results of a `tf.function` step."""
 
 from repertory.components.learners.fault_tolerance import FaultTolerance
 from repertory.components.learners.finite import all_finite
 from repertory.components.learners.finite import apply_if_finite
 from repertory.components.learners.finite import create_optimizer_state
+from repertory.components.learners.algorithm import Algorithm
+from repertory.components.learners.algorithm import Update
+from repertory.components.learners.host import LearnerHost
 from repertory.components.learners.host_results import HostResults

@@ -18,7 +18,12 @@
 - `resume()` restores the latest checkpoint (network, optimizer, step,
   version) and makes the variable store serve it under its saved version, so
   versions continue across restarts; with none on disk it writes the initial
-  state as the first checkpoint (there is always one to roll back to).
+  state as the first checkpoint (there is always one to roll back to). If
+  the latest checkpoint is unreadable, the model store falls back to the
+  newest readable one (setting the others aside) and its weights are served
+  and checkpointed under a version above every one ever written; if none is
+  readable, `resume()` raises `model_store.CheckpointError` and nothing on
+  disk changes.
 - `record_update(applied, step)` saves every `checkpoint_every_*` of the model
   store; after `max_bad_updates` non-finite updates in a row it rolls back to
   the latest checkpoint.
@@ -26,7 +31,10 @@
   as a new, higher version (actors and inference servers pick them up like
   any update; the version never goes back), then checkpoints that version.
 - Inside a launched program, a stop handler writes a final checkpoint when
-  the program stops (Ctrl-C, SIGTERM, `launch.stop()`).
+  the program stops (Ctrl-C, SIGTERM, `launch.stop()`). It is registered by
+  a successful `resume()`, never before: a learner whose resume failed must
+  not write its fresh weights over the run's checkpoints on the way out.
+  Nothing is checkpointed before `resume()`.
 """
 
 import threading
@@ -56,7 +64,8 @@ class FaultTolerance:
     get_variables: returns the groups to publish, e.g. `{'policy': weights}`.
     max_bad_updates: roll back after this many non-finite updates in a row.
     final_checkpoint_on_stop: inside a launched program, register a stop
-      handler that writes a final checkpoint.
+      handler that writes a final checkpoint (at the end of a successful
+      `resume()`).
   """
 
   def __init__(self, model_store: store_lib.ModelStore,
@@ -78,8 +87,8 @@ class FaultTolerance:
     self.rollbacks = 0
     self._saved_version: Optional[int] = None
     self._stopped = False
-    if final_checkpoint_on_stop and launch.get_launch_type() is not None:
-      launch.register_stop_handler(self.final_checkpoint)
+    self._final_checkpoint_on_stop = final_checkpoint_on_stop
+    self._resumed = False
 
   @property
   def model_store(self) -> store_lib.ModelStore:
@@ -95,22 +104,48 @@ class FaultTolerance:
     (check it under `lock`, so that none is lost after that checkpoint)."""
     return self._stopped
 
-  def resume(self) -> Optional[store_lib.Restored]:
-    """Restores the latest checkpoint, if any; else checkpoints the start.
+  @property
+  def resumed(self) -> bool:
+    """True once `resume()` succeeded (checkpoints may be written)."""
+    return self._resumed
 
-    Returns the restored (version, step, path), or None for a fresh start.
+  def resume(self) -> Optional[store_lib.Restored]:
+    """Restores the latest readable checkpoint, if any; else checkpoints the
+    start. Then (inside a launched program) registers the final checkpoint.
+
+    Returns the restored (version, step, path) as saved on disk, or None for
+    a fresh start. After a fall back past unreadable checkpoints the store
+    serves the weights under a higher version than `restored.version`.
+
+    Raises:
+      model_store.CheckpointError: no checkpoint on disk is readable; the
+        directory is left as it was and no stop handler is registered.
     """
     with self.lock:
       restored = self._model_store.restore()
+      self._resumed = True
       if restored is None:
         self._save(self.step)
-        return None
-      # Versions continue from the checkpoint's (publish only counts up).
-      self._variable_store.reset(self._get_variables(), restored.version)
-      self.step = restored.step
-      self._saved_version = restored.version
-      logging.info('Resumed at version %d, step %d from %s.',
-                   restored.version, restored.step, restored.path)
+      else:
+        # Versions continue from the checkpoint's (publish only counts up);
+        # past any newer checkpoint that was set aside as unreadable.
+        highest = self._model_store.highest_version()
+        version = restored.version
+        if highest is not None and highest > version:
+          version = highest + 1
+        self._variable_store.reset(self._get_variables(), version)
+        self.step = restored.step
+        self._saved_version = restored.version
+        logging.info('Resumed at version %d, step %d from %s.',
+                     restored.version, restored.step, restored.path)
+        if version != restored.version:
+          logging.warning(
+              'Fell back to version %d: newer checkpoints up to version %d '
+              'were unreadable; serving its weights as version %d.',
+              restored.version, highest, version)
+          self._save(self.step)
+      if self._final_checkpoint_on_stop and launch.get_launch_type():
+        launch.register_stop_handler(self.final_checkpoint)
       return restored
 
   def record_update(self, applied: bool, step: int) -> bool:
@@ -187,6 +222,10 @@ class FaultTolerance:
   def _save(self, step: int) -> Optional[str]:
     if self._stopped:
       return None
+    if not self._resumed:
+      raise RuntimeError('FaultTolerance: call resume() before the first '
+                         'update or checkpoint (a save before it could move '
+                         'the latest checkpoint back).')
     if not _is_finite(self._get_variables()):
       logging.error('Not checkpointing version %d: its weights are not '
                     'finite.', self.version)

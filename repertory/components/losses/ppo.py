@@ -7,13 +7,31 @@ Policy Optimization Algorithms" (arXiv:1707.06347).
 GAE uses the time-major layout of `vtrace.py` (`v_tm1`, `r_t`, `discount_t`
 `[T, B]`, `bootstrap_value` `[B]`). The PPO loss is elementwise: its inputs
 may have any shape (`[T, B]` or a flattened minibatch `[N]`), all equal.
+
+The clip ranges may be Python numbers or scalar tensors (a `tf.Variable`
+that a learner anneals to 0, as the RL Baselines3 Zoo's PPO settings do,
+without retracing its `tf.function`).
 """
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import tensorflow as tf
 
 from repertory.components.losses import base
+
+# A clip range: a number >= 0, or a scalar tensor (e.g. an annealed Variable).
+ClipRange = Union[float, tf.Tensor, tf.Variable]
+
+
+def _check_clip(fn: str, name: str, value) -> None:
+  """Python numbers must be >= 0; tensors are taken as they are."""
+  if isinstance(value, (tf.Tensor, tf.Variable)):
+    if value.shape.rank not in (None, 0):
+      raise ValueError(f'{fn}: {name} must be a scalar, got shape '
+                       f'{value.shape}.')
+    return
+  if not value >= 0:
+    raise ValueError(f'{fn}: {name} must be >= 0, got {value!r}.')
 
 
 class AdvantageEstimate(NamedTuple):
@@ -75,7 +93,7 @@ def clipped_surrogate_objective(
     log_prob: tf.Tensor,
     old_log_prob: tf.Tensor,
     advantages: tf.Tensor,
-    epsilon: float = 0.2,
+    epsilon: ClipRange = 0.2,
 ) -> tf.Tensor:
   """Elementwise PPO-clip objective (Schulman et al. 2017, eq. 7), to maximise.
 
@@ -85,7 +103,8 @@ def clipped_surrogate_objective(
     log_prob: log π(a|x) under the current policy (gradients flow here).
     old_log_prob: log π_old(a|x) at collection time (no gradient).
     advantages: Â (no gradient).
-    epsilon: clip range ε > 0.
+    epsilon: clip range ε >= 0 (a number or a scalar tensor; 0, the end of
+      an annealing schedule, leaves only the decreasing side of L).
 
   Returns:
     L per element, same shape as the inputs.
@@ -96,8 +115,7 @@ def clipped_surrogate_objective(
   advantages = base.to_float(advantages, 'advantages')
   base.check_same_shape(fn, log_prob=log_prob, old_log_prob=old_log_prob,
                         advantages=advantages)
-  if not epsilon > 0:
-    raise ValueError(f'{fn}: epsilon must be > 0, got {epsilon!r}.')
+  _check_clip(fn, 'epsilon', epsilon)
   ratio = tf.exp(log_prob - tf.stop_gradient(old_log_prob))
   advantages = tf.stop_gradient(advantages)
   clipped = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon)
@@ -112,8 +130,8 @@ def ppo_loss(
     old_v_tm1: tf.Tensor,
     returns: tf.Tensor,
     entropy: tf.Tensor,
-    clip_epsilon: float = 0.2,
-    value_clip_epsilon: Optional[float] = 0.2,
+    clip_epsilon: ClipRange = 0.2,
+    value_clip_epsilon: Optional[ClipRange] = 0.2,
     value_cost: float = 0.5,
     entropy_cost: float = 0.01,
     normalize_advantages: bool = True,
@@ -124,7 +142,15 @@ def ppo_loss(
 
   L^V = ½ mean max((V - R)², (V_old + clip(V - V_old, ±ε_v) - R)²) when
   `value_clip_epsilon` is set (as in the OpenAI baselines implementation),
-  ½ mean (V - R)² otherwise.
+  ½ mean (V - R)² otherwise. Note the ½: Stable-Baselines3's `vf_coef`
+  multiplies the plain mean squared error, so its `vf_coef=0.5` (and no
+  `clip_range_vf`, its default) is `value_cost=1.0, value_clip_epsilon=None`
+  here.
+
+  Advantage normalisation standardises Â over the elements given (call it
+  per minibatch for SB3's and CleanRL's scope) with the sample standard
+  deviation (Bessel's correction, as their `torch.std()`), and leaves a
+  single element as it is (its deviation is undefined; SB3 skips it too).
 
   Args:
     log_prob: log π(a|x) under the current policy.
@@ -134,11 +160,13 @@ def ppo_loss(
     old_v_tm1: V_old(x) recorded at collection time.
     returns: value targets R (e.g. GAE's λ-returns).
     entropy: entropy of the current policy at x.
-    clip_epsilon: ε of the policy clip.
-    value_clip_epsilon: ε_v of the value clip; None disables it.
+    clip_epsilon: ε >= 0 of the policy clip (a number or a scalar tensor).
+    value_clip_epsilon: ε_v >= 0 of the value clip (a number or a scalar
+      tensor); None disables it.
     value_cost: weight of L^V.
     entropy_cost: weight of the entropy bonus.
-    normalize_advantages: standardise Â over all elements (mean 0, std 1).
+    normalize_advantages: standardise Â over all elements (mean 0, sample
+      std 1).
 
   Returns:
     `LossOutput(loss, extra)`; extra: 'policy_loss', 'value_loss', 'entropy',
@@ -151,9 +179,9 @@ def ppo_loss(
       'returns': returns, 'entropy': entropy}
   tensors = {k: base.to_float(v, k) for k, v in tensors.items()}
   base.check_same_shape(fn, **tensors)
-  if not clip_epsilon > 0:
-    raise ValueError(f'{fn}: clip_epsilon must be > 0, got {clip_epsilon!r}.')
-  base.check_threshold(fn, 'value_clip_epsilon', value_clip_epsilon)
+  _check_clip(fn, 'clip_epsilon', clip_epsilon)
+  if value_clip_epsilon is not None:
+    _check_clip(fn, 'value_clip_epsilon', value_clip_epsilon)
   log_prob, old_log_prob = tensors['log_prob'], tensors['old_log_prob']
   v_tm1, old_v_tm1 = tensors['v_tm1'], tensors['old_v_tm1']
   returns = tf.stop_gradient(tensors['returns'])
@@ -162,7 +190,12 @@ def ppo_loss(
     if normalize_advantages:
       mean, variance = tf.nn.moments(advantages, axes=list(
           range(advantages.shape.rank)))
-      advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
+      n = tf.cast(tf.size(advantages), tf.float32)
+      several = n > 1.0
+      # Sample variance (Bessel); a single element stays as it is.
+      std = tf.sqrt(variance * n / tf.maximum(n - 1.0, 1.0))
+      advantages = tf.where(several, (advantages - mean) / (std + 1e-8),
+                            advantages)
     objective = clipped_surrogate_objective(log_prob, old_log_prob,
                                             advantages, clip_epsilon)
     policy_loss = -tf.reduce_mean(objective)

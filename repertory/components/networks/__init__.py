@@ -21,6 +21,7 @@ from repertory.components.networks.q_networks import R2D2Network
 from repertory.components.networks.recurrence import burn_in_unroll
 from repertory.components.networks.recurrence import LSTMCore
 from repertory.components.networks.recurrence import unroll_step_fn
+from repertory.components.networks.seeding import seeded
 from repertory.components.networks.torsos import AtariTorso
 from repertory.components.networks.torsos import MLPTorso
 from repertory.components.networks.torsos import ResNetTorso

@@ -1,9 +1,8 @@
 """Runs a function of a Sonnet module in a TF graph of its own.
 
-TensorFlow 2.15 on CPython 3.11 leaks one 48-byte block per `EagerTensor`
-(measured: `tf.identity` in a loop leaves one block per call): an actor that
-calls a `tf.function` policy every step grows without bound (IMPALA's actors
-by ~6.5 MiB per 10 minutes). `GraphFunction` traces the function once into a
+TensorFlow 2.15 on CPython 3.11 leaks a small block per `EagerTensor`: an
+actor that calls a `tf.function` policy every step grows without bound
+(BENCHMARKS.md has the measurements). `GraphFunction` traces the function once into a
 finalized `tf.Graph` and runs it with `Session.run` on numpy arrays, which
 creates no Python objects that outlive the call.
 """
@@ -24,9 +23,8 @@ class GraphFunction:
 
   Why: with TensorFlow 2.15 on CPython 3.11 every `EagerTensor` leaks one
   48-byte block when it is freed (its managed `__dict__` values are never
-  released), so an acting loop that calls a `tf.function` per step grows by
-  a few hundred bytes per step (measured: 4 blocks, ~190 B RSS per PPO
-  policy call; an IMPALA actor ~6.5 MiB per 10 minutes). A TF1-style
+  released), so an acting loop that calls a `tf.function` per step grows
+  with every step (see BENCHMARKS.md). A TF1-style
   `Session.run` on a finalized graph feeds and returns numpy arrays and
   allocates no Python objects that outlive the call; it is also faster at
   small batch sizes.
@@ -69,8 +67,7 @@ class GraphFunction:
     # inter_op_parallelism_threads < 0: the ops run on the calling thread.
     # With a pool thread each call hands off to it and back; when the
     # scheduler puts that thread on another core (an actor alone on an idle
-    # machine), the wake-ups halve an actor's steps/s (measured: a raw loop
-    # of 8 catch environments, 32k -> 76k steps/s).
+    # machine), the wake-ups cost an actor much of its steps/s.
     self._session = tf.compat.v1.Session(
         graph=self._graph, config=tf.compat.v1.ConfigProto(
             intra_op_parallelism_threads=1, inter_op_parallelism_threads=-1))

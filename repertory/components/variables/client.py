@@ -32,7 +32,7 @@ class VariableClient:
   With `transport='tcp'` the fetches go over a direct TCP connection to the
   source's `variables_channel_address()` (a `VariableStore`'s, which the
   learners serve) instead of through the source itself: across processes
-  that is a Ray call, ~1.8 ms of the actor's time per fetch. The weights
+  that is a Ray call, far slower (BENCHMARKS.md). The weights
   travel only when their version changed; a broken connection (a restarted
   learner) is opened again once per fetch.
 
@@ -40,8 +40,7 @@ class VariableClient:
   and ended by `close()` or when the client is garbage-collected (a blocked
   fetch never keeps the process alive at exit). One thread, not one per
   fetch: Ray records a task event for the first calls from every new
-  thread, so a thread per fetch filled Ray's GCS by ~7 MiB per 10 minutes
-  in a two-actor IMPALA run.
+  thread, so a thread per fetch would fill Ray's GCS steadily.
 
   Example::
 

@@ -91,7 +91,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
       learner.step()
       versions.append(learner.get_variables(['policy']).version)
     learner.flush_counts()
-    learner.flush_priorities()
+    learner.flush()
     assert versions == [1, 2, 3]
     deadline = time.monotonic() + 60
     counts = {}

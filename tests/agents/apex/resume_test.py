@@ -3,7 +3,6 @@ same logdir continues the learner's step, version and weights, the counts,
 and the replay table from its Reverb checkpoint."""
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -11,9 +10,11 @@ import tree
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import apex
 from repertory.agents import r2d2
 from repertory.agents.apex import program as apex_program
+from repertory.components import checkpointing
 from repertory.components import model_store
 
 AGENTS = {
@@ -33,12 +34,13 @@ AGENTS = {
 
 def _launch(agent, logdir, run_actors=True):
   module, tiny = AGENTS[agent]
-  config = module.Config(checkpoint_every_steps=2,
-                         checkpoint_every_minutes=None, **tiny)
+  config = module.Config(**tiny)
   experiment = experiment_lib.ExperimentConfig(
       agent=agent, env='catch', num_actors=1, envs_per_actor=2,
       max_actor_steps=10**9, eval_episodes=1, logdir=str(logdir),
-      launch_type='test_mt', progress_every_seconds=0.5)
+      launch_type='test_mt', progress_every_seconds=0.5,
+      checkpoint=checkpointing.CheckpointSettings(every_steps=2,
+                                                  every_minutes=None))
   program = module.make_program(config, experiment)
   learner_node = program.groups['learner'][0]
   learner_node.disable_run()
@@ -58,12 +60,13 @@ def _table_size(replay):
 
 
 def _wait_for_count(counter, name, value, timeout_s=60):
-  deadline = time.monotonic() + timeout_s
-  counts = counter.get_counts()
-  while counts.get(name) != value and time.monotonic() < deadline:
-    time.sleep(0.1)
-    counts = counter.get_counts()
-  return counts
+  try:
+    return testing.wait_until(
+        lambda: (lambda c: c if c.get(name) == value else None)(
+            counter.get_counts()), f'{name} == {value}', timeout=timeout_s,
+        interval=0.1)
+  except AssertionError:
+    return counter.get_counts()  # The caller's assert says what differs.
 
 
 @pytest.mark.parametrize('agent', sorted(AGENTS))
@@ -92,14 +95,14 @@ def test_second_launch_continues_step_version_and_weights(agent, tmp_path):
   try:
     # No actor runs: every item comes from the checkpoint.
     assert _table_size(replay) >= size_before_stop
-    assert learner.num_steps() == 5
+    assert learner.status()['learner/steps'] == 5
     resumed = learner.get_variables(['policy'])
     assert resumed.version == first.version
     tree.map_structure(np.testing.assert_array_equal, resumed.variables,
                        first.variables)
     assert counter.get_counts()['learner_steps'] == 5  # From counts.json.
     learner.step()  # Samples the restored items.
-    assert learner.num_steps() == 6
+    assert learner.status()['learner/steps'] == 6
     assert learner.get_variables(['policy']).version == first.version + 1
   finally:
     launched.stop(timeout=60)

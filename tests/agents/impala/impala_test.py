@@ -2,22 +2,24 @@
 test_mt (learner stepped by hand, STYLE.md point 9), and a slow learning
 test on catch."""
 
+import contextlib
 import json
 import os
-import threading
-import time
 
 import numpy as np
 import pytest
-import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import impala
 from repertory.agents.impala import acting
-from repertory.agents.impala import learning
-from repertory.agents.impala import networks
-from repertory.agents.impala import program as program_lib
+from repertory.components.actor_critic import learning
+from repertory.components.actor_critic import networks
+from repertory.components.actor_critic import tables
+
+TABLE = tables.TABLE
+CATCH = experiment_lib.environment_spec('catch')
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
             hidden_sizes=(16,), lstm_size=8, learner_log_every=1)
@@ -45,55 +47,48 @@ def test_config_sequence_length():
 def test_separate_value_torso_is_feedforward_only():
   with pytest.raises(ValueError, match='shared_torso=False is for feedforward'):
     impala.Config(use_lstm=True, shared_torso=False)
-  observation_spec, action_spec = networks.environment_specs('catch')
   shared = networks.make_network(impala.Config(hidden_sizes=(8,)),
-                                 observation_spec, action_spec)
+                                 CATCH.observations, CATCH.actions)
   separate = networks.make_network(
       impala.Config(hidden_sizes=(8,), shared_torso=False, activation='tanh'),
-      observation_spec, action_spec)
+      CATCH.observations, CATCH.actions)
   # A second (value) torso: one more weight matrix and bias.
   assert len(separate.trainable_variables) == len(
       shared.trainable_variables) + 2
 
 
 def test_continuous_actions_are_refused_with_a_clear_error():
-  from dm_env import specs
+  from dm_env import specs as dm_specs  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match='single discrete action'):
-    networks.num_actions(specs.BoundedArray((2,), np.float32, -1., 1.))
+    networks.num_actions(dm_specs.BoundedArray((2,), np.float32, -1., 1.))
 
 
 @pytest.fixture
 def catch_replay():
-  def make(config):
-    observation_spec, action_spec = networks.environment_specs('catch')
-    server = reverb.Server(program_lib.make_tables(config, observation_spec,
-                                                   action_spec))
-    make.servers.append(server)
-    return (reverb.Client(f'localhost:{server.port}'), observation_spec,
-            action_spec)
-  make.servers = []
-  yield make
-  for server in make.servers:
-    server.stop()
+  """make(config) -> a client of a real Reverb server with the queue."""
+  with contextlib.ExitStack() as stack:
+    yield lambda config: stack.enter_context(
+        testing.reverb_server(tables.make_tables(config, CATCH)))
 
 
-def wait_for_size(client, size, timeout=120):
+def wait_for_size(client, size):
   """Waits for the adder's last (asynchronously flushed) items."""
-  deadline = time.monotonic() + timeout
-  while client.server_info()[program_lib.TABLE].current_size < size:
-    assert time.monotonic() < deadline, 'unrolls did not arrive'
-    time.sleep(0.05)
-  assert client.server_info()[program_lib.TABLE].current_size == size
+  testing.wait_until(lambda: testing.table_size(client, TABLE) >= size,
+                     f'{size} unrolls')
+  assert testing.table_size(client, TABLE) == size
+
+
+def _learner(config, client, counter=None):
+  return learning.make_learner(config, CATCH, client, TABLE, counter=counter)
 
 
 @pytest.mark.parametrize('use_lstm', [False, True])
 def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
   config = impala.Config(use_lstm=use_lstm, **TINY)
-  client, observation_spec, action_spec = catch_replay(config)
-  learner = learning.VTraceLearner(config, observation_spec, action_spec,
-                                   client, program_lib.TABLE)
+  client = catch_replay(config)
+  learner = _learner(config, client)
   actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             program_lib.TABLE)
+                             TABLE)
   actor.run(num_steps=3 * config.unroll_length)  # 3 unrolls x 4 envs.
   wait_for_size(client, 12)
   first = learner.step()
@@ -111,24 +106,16 @@ def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
 
 def test_stale_unrolls_are_dropped_and_counted(catch_replay):
   config = impala.Config(max_policy_lag=0, **TINY)
-  client, observation_spec, action_spec = catch_replay(config)
-  learner = learning.VTraceLearner(config, observation_spec, action_spec,
-                                   client, program_lib.TABLE)
+  client = catch_replay(config)
+  learner = _learner(config, client)
   actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             program_lib.TABLE)
+                             TABLE)
   actor.run(num_steps=2 * config.unroll_length)  # 8 unrolls of version 0.
   wait_for_size(client, 8)
   learner.step()  # Version 0 unrolls, lag 0: kept; version -> 1.
   metrics = learner.step()  # Version 0 unrolls now lag 1 > 0: dropped.
   assert metrics['charts/dropped_stale'] == 4
   assert learner.version == 1  # No update from a fully dropped batch.
-  assert learner._pending['dropped_stale'] == 4  # pylint: disable=protected-access
-
-
-def _set_event():
-  event = threading.Event()
-  event.set()
-  return event
 
 
 def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
@@ -136,24 +123,24 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   # timeout the learner trains on the 3 (padded, padding masked) instead of
   # dropping unrolls that already left the queue.
   config = impala.Config(**TINY)
-  client, observation_spec, action_spec = catch_replay(config)
-  learner = learning.VTraceLearner(config, observation_spec, action_spec,
-                                   client, program_lib.TABLE)
+  client = catch_replay(config)
+  learner = _learner(config, client)
   actor = acting.ImpalaActor(0, config, 'catch', 3, 0, learner, client,
-                             program_lib.TABLE)
+                             TABLE)
   actor.run(num_steps=config.unroll_length)  # 1 unroll x 3 envs.
   wait_for_size(client, 3)
   metrics = learner.step()
   assert learner.version == 1
   assert metrics['charts/dropped_stale'] == 0
-  assert learner._pending['policy_lag_items'] == 3  # pylint: disable=protected-access
+  assert metrics['charts/policy_lag_histogram'].shape == (3,)
   assert metrics['charts/mean_rho'] == pytest.approx(1.0, abs=1e-5)
-  assert client.server_info()[program_lib.TABLE].current_size == 0
+  assert client.server_info()[TABLE].current_size == 0
   # The queue runs dry (the dataset ends), then a new dataset: same trace.
-  assert learner.step(stop=_set_event()) is None
+  assert learner.step() is None
   actor.run(num_steps=config.unroll_length)
+  wait_for_size(client, 3)
   assert learner.step()['charts/policy_lag'] == 1.0
-  assert learner._train_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  assert learner.algorithm._train_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
 
 
 def _experiment(tmp_path, agent, **kwargs):
@@ -165,35 +152,6 @@ def _experiment(tmp_path, agent, **kwargs):
   return experiment_lib.ExperimentConfig(**values)
 
 
-def step_program_by_hand(program, learner_node, counter_label='counter',
-                         num_steps=5, timeout=240):
-  """Launches `program` in test_mt with the learner's run disabled, steps
-  the learner by hand and returns (versions seen, counts)."""
-  learner_node.disable_run()
-  launched = launch.launch(program, launch_type='test_mt',
-                           termination_notice_secs=5)
-  try:
-    learner = learner_node.create_handle().dereference()
-    counter = program.groups[counter_label][0].create_handle().dereference()
-    versions = []
-    deadline = time.monotonic() + timeout
-    for _ in range(num_steps):
-      learner.step()
-      versions.append(learner.get_variables([networks.POLICY]).version)
-      assert time.monotonic() < deadline
-    learner.flush_counts()
-    counts = {}
-    while time.monotonic() < deadline:
-      counts = counter.get_counts()
-      if counts.get('learner_steps', 0) >= num_steps and counts.get(
-          'actor_steps', 0) > 0:
-        break
-      time.sleep(0.2)
-    return versions, counts
-  finally:
-    launched.stop(timeout=60)
-
-
 def test_program_in_test_mt_learner_by_hand(tmp_path):
   config = impala.Config(**TINY)
   experiment = _experiment(tmp_path, 'impala')
@@ -201,8 +159,8 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
                                  'actor'}
   assert len(program.groups['actor']) == 2
-  versions, counts = step_program_by_hand(program,
-                                          program.groups['learner'][0])
+  versions, counts = testing.step_program_by_hand(
+      program, program.groups['learner'][0])
   assert versions == [1, 2, 3, 4, 5]
   assert counts['learner_steps'] >= 5
   assert counts['policy_lag_items'] >= 5 * config.batch_size

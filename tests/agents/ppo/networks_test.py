@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from repertory.agents.ppo import networks as networks_lib
+from repertory import experiment as experiment_lib
+from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components import networks
 
 
 @pytest.fixture(scope='module')
 def specs():
-  return networks_lib.environment_specs('catch')
+  spec = experiment_lib.environment_spec('catch')
+  return spec.observations, spec.actions
 
 
 def test_policy_matches_the_eager_network(specs):

@@ -4,16 +4,17 @@ import time
 
 import numpy as np
 import pytest
-import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
-from repertory.agents.ppo import networks as networks_lib
 from repertory.agents.ppo import program as program_lib
+from repertory.agents.ppo import rounds
 
+CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
             hidden_sizes=(16,), round_timeout_s=300.0)
 
@@ -37,17 +38,14 @@ def test_config_derived_sizes():
 @pytest.fixture
 def queue_server():
   config = ppo.Config(**TINY)
-  server = reverb.Server(program_lib.make_tables(config, 'catch', 2, 2),
-                         port=None)
-  yield config, reverb.Client(f'localhost:{server.port}')
-  server.stop()
+  with testing.reverb_server(
+      program_lib.make_tables(config, CATCH, 2, 2)) as client:
+    yield config, client
 
 
 def _learner(config, client, num_actors=2):
-  observation_spec, action_spec = networks_lib.environment_specs('catch')
-  return learning.PPOLearner(config, observation_spec, action_spec, client,
-                             acting.QUEUE, num_actors=num_actors,
-                             envs_per_actor=2)
+  return learning.make_learner(config, CATCH, client, acting.QUEUE,
+                               num_actors=num_actors, envs_per_actor=2)
 
 
 def _actor(actor_id, config, client, learner):
@@ -61,7 +59,7 @@ def test_round_timeout_names_missing_actor(queue_server):
   learner = _learner(config, client)
   actor = _actor(0, config, client, learner)
   actor.collect_round(actor.wait_for_round(None))  # Actor 1 never acts.
-  with pytest.raises(learning.RoundTimeoutError,
+  with pytest.raises(rounds.RoundTimeoutError,
                      match=r'version 0.*missing unrolls from actors \[1\]'):
     learner.step()
 
@@ -71,7 +69,7 @@ def test_unroll_of_another_version_never_enters_a_batch(queue_server):
   learner = _learner(config, client, num_actors=1)
   actor = _actor(0, config, client, learner)
   actor.collect_round(version=3)  # Pretends to act with a future version.
-  with pytest.raises(learning.PolicyLagError, match='version 3'):
+  with pytest.raises(rounds.PolicyLagError, match='version 3'):
     learner.step()
 
 
@@ -86,7 +84,7 @@ def test_rounds_by_hand_have_lag_zero(queue_server):
       actor.collect_round(round_index)
     metrics = learner.step()
     assert metrics['charts/policy_lag_max'] == 0
-    assert metrics['version'] == round_index + 1
+    assert metrics['learner/version'] == round_index + 1
     assert metrics['charts/learning_rate'] == pytest.approx(
         config.learning_rate)  # No annealing unless asked for.
     # Before the first update the learner's policy is the behaviour policy.
@@ -111,7 +109,7 @@ def test_smoke_test_mt(tmp_path):
     counter = program.groups['counter'][0].create_handle().dereference()
     for round_index in range(3):
       metrics = learner.step()
-      assert metrics['version'] == round_index + 1
+      assert metrics['learner/version'] == round_index + 1
       assert metrics['charts/policy_lag_max'] == 0   # Lag 0 in every batch.
     assert learner.get_variables(['policy']).version == 3
     counts = {}

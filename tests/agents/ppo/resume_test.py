@@ -7,28 +7,31 @@ import os
 
 import numpy as np
 import pytest
-import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
-from repertory.agents.ppo import networks as networks_lib
+from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.agents.ppo import program as program_lib
+from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import model_store
 
+CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
-            hidden_sizes=(16,), round_timeout_s=300.0,
-            checkpoint_every_steps=2, checkpoint_every_minutes=None,
-            max_bad_updates=2)
+            hidden_sizes=(16,), round_timeout_s=300.0)
+CHECKPOINT = checkpointing.CheckpointSettings(
+    every_steps=2, every_minutes=None, max_bad_updates=2)
 
 
 def _launch(logdir):
   experiment = experiment_lib.ExperimentConfig(
       agent='ppo', env='catch', num_actors=2, envs_per_actor=2,
-      max_actor_steps=10**9, logdir=str(logdir), launch_type='test_mt')
+      max_actor_steps=10**9, logdir=str(logdir), launch_type='test_mt',
+      checkpoint=CHECKPOINT)
   program = ppo.make_program(ppo.Config(**TINY), experiment)
   learner_node, = program.groups['learner']
   learner_node.disable_run()
@@ -43,7 +46,7 @@ def test_second_launch_continues_rounds_version_and_counts(tmp_path):
   launched, learner, _ = _launch(tmp_path)
   try:
     for round_index in range(3):
-      assert learner.step()['version'] == round_index + 1
+      assert learner.step()['learner/version'] == round_index + 1
   finally:
     launched.stop(timeout=60)
   # The stop handlers wrote the counts, a final checkpoint (round 3) and the
@@ -61,7 +64,7 @@ def test_second_launch_continues_rounds_version_and_counts(tmp_path):
     assert learner.get_variables([networks_lib.POLICY]).version == 3
     # The actors take version 3 as their first round; the learner goes on.
     metrics = learner.step()
-    assert metrics['version'] == 4
+    assert metrics['learner/version'] == 4
     assert metrics['rounds'] == 4
     assert metrics['charts/policy_lag_max'] == 0
     counts = counter.get_counts()
@@ -74,17 +77,16 @@ def test_second_launch_continues_rounds_version_and_counts(tmp_path):
 @pytest.fixture
 def queue_server():
   config = ppo.Config(**TINY)
-  server = reverb.Server(program_lib.make_tables(config, 'catch', 1, 2),
-                         port=None)
-  yield config, reverb.Client(f'localhost:{server.port}')
-  server.stop()
+  with testing.reverb_server(
+      program_lib.make_tables(config, CATCH, 1, 2)) as client:
+    yield config, client
 
 
 def _learner(config, client, checkpoint_dir):
-  observation_spec, action_spec = networks_lib.environment_specs('catch')
-  return learning.PPOLearner(config, observation_spec, action_spec, client,
-                             acting.QUEUE, num_actors=1, envs_per_actor=2,
-                             checkpoint_dir=checkpoint_dir)
+  return learning.make_learner(config, CATCH, client, acting.QUEUE,
+                               num_actors=1, envs_per_actor=2,
+                               logdir=os.path.dirname(checkpoint_dir),
+                               checkpoint=CHECKPOINT)
 
 
 def test_nonfinite_rounds_are_skipped_then_rolled_back(queue_server,
@@ -109,18 +111,18 @@ def test_nonfinite_rounds_are_skipped_then_rolled_back(queue_server,
   play_round()  # Checkpointed at round 2 (version 2).
   first = play_round(bad_values=True)  # NaN advantages: NaN losses.
   assert first['learner/skipped_updates'] == first['charts/updates'] == 4
-  assert first['learner/nonfinite_rounds'] == 1
+  assert first['learner/nonfinite_updates'] == 1
   assert first['learner/rollbacks'] == 0
-  assert first['version'] == 3  # One new version per round, as ever.
+  assert first['learner/version'] == 3  # One new version per round, as ever.
   second = play_round(bad_values=True)  # The second bad round in a row...
   assert second['learner/rollbacks'] == 1  # ...rolls back.
-  assert second['version'] == 4  # The rollback's republish is this round's.
+  assert second['learner/version'] == 4  # The rollback's republish is this round's.
   version, (served,) = learner.get_variables([networks_lib.POLICY])
   assert version == 4
   assert all(np.all(np.isfinite(x)) for x in served.values())
   # The actor's rounds stay in step and learning goes on with finite losses.
   third = play_round()
-  assert third['version'] == 5 and third['learner/skipped_updates'] == 0
+  assert third['learner/version'] == 5 and third['learner/skipped_updates'] == 0
   assert np.isfinite(third['losses/total'])
   assert third['charts/first_minibatch_kl'] == pytest.approx(0, abs=1e-5)
 
@@ -136,19 +138,11 @@ def test_resumed_learner_holds_weights_and_optimizer_state(queue_server,
         None if actor.version is None else actor.version + 1))
     learner.step()
   resumed = _learner(config, client, str(tmp_path / 'checkpoints'))
-  assert (resumed.version, resumed.rounds) == (2, 2)
-  for got, want in zip(resumed._optimizer.variables,  # pylint: disable=protected-access
-                       learner._optimizer.variables):  # pylint: disable=protected-access
+  assert (resumed.version, resumed.steps) == (2, 2)
+  for got, want in zip(resumed.algorithm.optimizer.variables,
+                       learner.algorithm.optimizer.variables):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
   _, (served,) = resumed.get_variables([networks_lib.POLICY])
   _, (trained,) = learner.get_variables([networks_lib.POLICY])
   for name in trained:
     np.testing.assert_array_equal(served[name], trained[name])
-
-
-@pytest.mark.parametrize('field, value', [
-    ('checkpoint_every_steps', 0), ('checkpoint_every_minutes', -1.0),
-    ('max_bad_updates', 0), ('checkpoints_to_keep', 0)])
-def test_config_rejects_bad_checkpoint_settings(field, value):
-  with pytest.raises(ValueError, match=field):
-    ppo.Config(**{field: value})

@@ -67,7 +67,7 @@ def test_stored_state_is_the_state_the_actor_had(tmp_path):
   network = networks.make_network(spec, config)
   store = variables_lib.VariableStore(
       {'policy': network_variables.get_variables(network)})
-  server = reverb.Server(program_lib.make_tables(config, env),
+  server = reverb.Server(program_lib.make_tables(config, spec),
                          port=portpicker.pick_unused_port())
   try:
     client = reverb.Client(f'localhost:{server.port}')
@@ -122,7 +122,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path):
       learner.step()
       versions.append(learner.get_variables(['policy']).version)
     learner.flush_counts()
-    learner.flush_priorities()
+    learner.flush()
     assert versions == sorted(versions) and versions[-1] >= 3
     deadline = time.monotonic() + 60
     counts = {}

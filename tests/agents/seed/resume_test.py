@@ -6,20 +6,24 @@ import os
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import seed
-from repertory.agents.impala import networks
+from repertory.components.actor_critic import networks
+from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import model_store
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
-            hidden_sizes=(16,), learner_log_every=1,
-            checkpoint_every_steps=2, checkpoint_every_minutes=None)
+            hidden_sizes=(16,), learner_log_every=1)
+CHECKPOINT = checkpointing.CheckpointSettings(every_steps=2,
+                                              every_minutes=None)
 
 
 def _launch(logdir):
   experiment = experiment_lib.ExperimentConfig(
       agent='seed', env='catch', num_actors=2, envs_per_actor=2,
-      max_actor_steps=10**9, logdir=str(logdir), launch_type='test_mt')
+      max_actor_steps=10**9, logdir=str(logdir), launch_type='test_mt',
+      checkpoint=CHECKPOINT)
   program = seed.make_program(seed.Config(**TINY), experiment)
   learner_node = program.groups['learner'][0].nodes[0]
   learner_node.disable_run()
@@ -33,7 +37,8 @@ def _launch(logdir):
 def test_second_launch_continues_steps_version_and_counts(tmp_path):
   launched, learner, _ = _launch(tmp_path)
   try:
-    steps = [learner.step()['learner/steps'] for _ in range(3)]
+    steps = [testing.wait_until(learner.step, 'a batch')['learner/steps']
+             for _ in range(3)]
     assert steps == [1, 2, 3]
     assert learner.get_variables([networks.POLICY]).version == 3
     learner.flush_counts()
@@ -53,7 +58,7 @@ def test_second_launch_continues_steps_version_and_counts(tmp_path):
   launched, learner, counter = _launch(tmp_path)
   try:
     assert learner.get_variables([networks.POLICY]).version == 3
-    metrics = learner.step()
+    metrics = testing.wait_until(learner.step, 'a batch')
     assert metrics['learner/steps'] == 4
     assert metrics['learner/version'] == 4
     learner.flush_counts()

@@ -12,8 +12,9 @@ import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import seed
-from repertory.agents.impala import networks
+from repertory.components.actor_critic import networks
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
             hidden_sizes=(16,), lstm_size=8, learner_log_every=1)
@@ -113,7 +114,7 @@ def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm, transport):
     counter = program.groups['counter'][0].create_handle().dereference()
     versions, metrics = [], []
     for _ in range(4):
-      metrics.append(learner.step())
+      metrics.append(testing.wait_until(learner.step, 'a batch of unrolls'))
       versions.append(learner.get_variables([networks.POLICY]).version)
     assert versions == [1, 2, 3, 4]
     # The first batch was acted by the server with version 0 weights.

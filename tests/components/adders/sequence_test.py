@@ -188,3 +188,84 @@ def test_core_state_is_stored_once_per_item(tmp_path, env_spec):
     assert stored < 1.5e6, f'{stored} bytes: states stored per step (~4 MB)?'
   finally:
     server.stop()
+
+
+# Acme's own sequence cases (`acme/adders/reverb/test_cases.py`,
+# BASE_TEST_CASES_FOR_SEQUENCE_ADDER): (sequence_length, period, behaviour,
+# actions in the episode, expected items as observation lists). Observation
+# 0 is padding. Acme's episodes end in a termination, as `run_episode`'s.
+ACME_CASES = {
+    'PeriodOne': (3, 1, 'zero_pad', 4, [[1, 2, 3], [2, 3, 4], [3, 4, 5]]),
+    'PeriodTwo': (3, 2, 'zero_pad', 4, [[1, 2, 3], [3, 4, 5]]),
+    'EarlyTerminationPeriodOne': (3, 1, 'zero_pad', 2, [[1, 2, 3]]),
+    'EarlyTerminationPeriodTwo': (3, 2, 'zero_pad', 2, [[1, 2, 3]]),
+    'EarlyTerminationPaddingPeriodOne': (4, 1, 'zero_pad', 2,
+                                         [[1, 2, 3, 0]]),
+    'EarlyTerminationPaddingPeriodTwo': (4, 2, 'zero_pad', 2,
+                                         [[1, 2, 3, 0]]),
+    'EarlyTerminationNoPadding': (4, 1, 'truncate', 2, [[1, 2, 3]]),
+    'LongEpisodePadding': (3, 3, 'zero_pad', 7,
+                           [[1, 2, 3], [4, 5, 6], [7, 8, 0]]),
+    'LongEpisodeNoPadding': (3, 3, 'truncate', 7,
+                             [[1, 2, 3], [4, 5, 6], [7, 8]]),
+    'EndBehavior_WRITE': (3, 2, 'write', 5,
+                          [[1, 2, 3], [3, 4, 5], [4, 5, 6]]),
+}
+
+
+def reference_items(length, period, behavior, num_actions):
+  """Acme's rules written out plainly, as observation lists: the episode is
+  steps 1..L (L = num_actions + 1; step L is the final observation)."""
+  steps = num_actions + 1
+  windows = [list(range(end - length + 1, end + 1))
+             for end in range(length, steps)            # not the final step
+             if (end - length) % period == 0]
+  if steps <= length:
+    delta = length - steps
+  else:
+    delta = (-(steps - length)) % period
+  if behavior == 'write':
+    if steps >= length:
+      windows.append(list(range(steps - length + 1, steps + 1)))
+  elif behavior == 'truncate':
+    windows.append(list(range(steps - (length - delta) + 1, steps + 1)))
+  else:  # zero_pad
+    padded = list(range(1, steps + 1)) + [0] * delta
+    windows.append(padded[-length:])
+  return windows
+
+
+def _observations(make_client, read_all, env_spec, length, period, behavior,
+                  num_actions):
+  sig = adders.SequenceAdder.signature(
+      env_spec, length, extras_spec={'logp': np.float32(0)},
+      core_state_spec=np.zeros(2, np.float32),
+      end_of_episode_behavior=behavior)
+  client = make_client({'seq': sig})
+  adder = adders.SequenceAdder(client, 'seq', length, period, behavior)
+  run_episode(adder, num_actions)
+  adder.flush()
+  return [list(np.asarray(i['observation']).astype(int))
+          for i in read_all(client, 'seq')]
+
+
+@pytest.mark.parametrize('case', sorted(ACME_CASES))
+def test_acme_sequence_cases(case, make_client, read_all, env_spec):
+  length, period, behavior, num_actions, expected = ACME_CASES[case]
+  assert reference_items(length, period, behavior, num_actions) == expected
+  assert _observations(make_client, read_all, env_spec, length, period,
+                       behavior, num_actions) == expected
+
+
+@pytest.mark.parametrize('behavior', ['zero_pad', 'truncate', 'write'])
+@pytest.mark.parametrize('length', [1, 2, 3, 4])
+def test_every_period_and_episode_length_matches_acme(
+    behavior, length, make_client, read_all, env_spec):
+  # Periods 1..length; episodes shorter than, equal to and longer than the
+  # sequence (L = actions + 1 steps).
+  for period in range(1, length + 1):
+    for num_actions in range(1, 2 * length + 3):
+      expected = reference_items(length, period, behavior, num_actions)
+      got = _observations(make_client, read_all, env_spec, length, period,
+                          behavior, num_actions)
+      assert got == expected, (length, period, behavior, num_actions)

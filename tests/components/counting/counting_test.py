@@ -61,6 +61,42 @@ def test_concurrent_increments_are_not_lost():
   assert root.get_counts()['actor_steps'] == 2000
 
 
+class _HeldCounter(Counter):
+  """A real root Counter whose first increment waits for `release`."""
+
+  def __init__(self):
+    super().__init__()
+    self.entered, self.release = threading.Event(), threading.Event()
+
+  def increment(self, **counts):
+    if not self.entered.is_set():
+      self.entered.set()
+      assert self.release.wait(30.0)
+    return super().increment(**counts)
+
+
+def test_flush_waits_for_a_push_in_flight():
+  # A step's push is on its way when the stop handler flushes: the flush
+  # must not return before those counts arrived (the learners' count race).
+  root = _HeldCounter()
+  child = Counter(root, time_delta=0.0)
+  step = threading.Thread(target=child.increment, kwargs={'learner_steps': 1})
+  step.start()
+  assert root.entered.wait(30.0)
+  seen = {}
+
+  def flush():
+    child.flush()
+    seen.update(root.get_counts())
+
+  flusher = threading.Thread(target=flush)
+  flusher.start()
+  root.release.set()
+  flusher.join(30.0)
+  step.join(30.0)
+  assert seen == {'learner_steps': 1}
+
+
 def test_bad_parent_is_explained():
   with pytest.raises(TypeError, match='increment'):
     Counter(parent=object())

@@ -67,3 +67,28 @@ def test_monitor_stops_the_program_and_writes_its_files(tmp_path):
   assert rows and {'actor_steps', 'wall_seconds',
                    'episode_return_mean'} <= set(rows[0])
   assert os.listdir(tmp_path / 'tensorboard' / 'monitor')
+
+
+def test_monitor_writes_one_timed_row_per_episode(tmp_path):
+  counter = counting.Counter()
+  monitor = monitor_lib.RunMonitor(
+      counter=counter, make_environment=lambda: None,
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=100)
+  monitor.record_episodes(returns=[9.0, 12.5], lengths=[9, 13])
+  monitor.record_episodes(returns=[3.0])  # No lengths: written as 0.
+  with open(tmp_path / 'episodes.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [(float(r['return']), int(r['length'])) for r in rows] == [
+      (9.0, 9), (12.5, 13), (3.0, 0)]
+  times = [float(r['time']) for r in rows]
+  assert times == sorted(times) and times[0] > 1e9  # Wall-clock seconds.
+  # A resumed run appends under the same header.
+  again = monitor_lib.RunMonitor(
+      counter=counter, make_environment=lambda: None,
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=100)
+  again.record_episodes(returns=[7.0], lengths=[7])
+  with open(tmp_path / 'episodes.csv') as f:
+    text = f.read()
+  assert text.count('time,return,length') == 1 and text.endswith(',7,7\n')

@@ -161,3 +161,69 @@ def test_bad_max_bad_updates_is_refused(tmp_path):
     learners.FaultTolerance(model_store.ModelStore(str(tmp_path), {}),
                             variables.VariableStore(), dict,
                             max_bad_updates=0)
+
+
+def _truncate(prefix):
+  (data,) = tf.io.gfile.glob(prefix + '.data-*')
+  with open(data, 'r+b') as f:
+    f.truncate(100)
+
+
+def _listing(directory):
+  return sorted((str(p.relative_to(directory)), p.read_bytes())
+                for p in directory.rglob('*') if p.is_file())
+
+
+def test_unreadable_latest_resumes_from_the_one_before_at_a_higher_version(
+    tmp_path):
+  learner = _TinyLearner(str(tmp_path), every=5)
+  for _ in range(10):
+    learner.step()
+  at_ten = learner.weights()                 # Checkpointed at step 10.
+  learner.step()
+  learner.step()
+  learner.guard.final_checkpoint()           # Version 12, then cut short.
+  store = learner.guard.model_store
+  assert store.versions() == [0, 5, 10, 12]
+  _truncate(store.latest().path)
+
+  resumed = _TinyLearner(str(tmp_path), every=5)
+  assert resumed.steps == 10
+  _assert_same(resumed.weights(), at_ten)
+  # Served and checkpointed above every version ever written: a reader that
+  # holds version 12 fetches these weights, and "latest" never goes back.
+  assert resumed.store.version == 13
+  assert resumed.guard.model_store.versions() == [0, 5, 10, 13]
+  assert resumed.guard.model_store.latest().version == 13
+  assert (tmp_path / 'unreadable' / 'ckpt-12.index').exists()
+  resumed.step()
+  assert resumed.store.version == 14
+
+
+def test_failed_resume_registers_no_final_checkpoint(tmp_path):
+  # A checkpoint of another network: resume() raises in the learner's node.
+  other = snt.nets.MLP([4, 2])
+  other(tf.zeros([1, 3]))
+  # Version 0: a save of the fresh weights (version 0) is not refused as
+  # lower, so only the order of registration keeps it from happening.
+  model_store.ModelStore(str(tmp_path), {'network': other}).save(0, 70)
+  before = _listing(tmp_path)
+
+  program = launch.Program('failed_resume')
+  program.add_node(launch.CourierNode(_TinyLearner, str(tmp_path)))
+  launched = launch.launch(program, launch_type='test_mt')
+  with pytest.raises(launch.NodeError, match='incompatible'):
+    launched.wait(timeout=60)             # The node's failure stops it.
+  # On the way out nothing wrote the fresh weights over the checkpoint.
+  assert _listing(tmp_path) == before
+
+
+def test_no_checkpoint_before_resume(tmp_path):
+  guard = learners.FaultTolerance(model_store.ModelStore(str(tmp_path), {}),
+                                  variables.VariableStore({'p': [1.0]}),
+                                  lambda: {'p': [1.0]})
+  with pytest.raises(RuntimeError, match='resume'):
+    guard.checkpoint()
+  assert not guard.resumed
+  assert guard.resume() is None and guard.resumed
+  assert guard.model_store.versions() == [0]

@@ -90,7 +90,7 @@ def reference_ppo(log_prob, old_log_prob, advantages, v_tm1, old_v_tm1,
   """L^CLIP, L^VF (clipped) and entropy, one sample at a time (eq. 7, 9)."""
   adv = np.float64(advantages)
   if normalize_advantages:
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
   n = len(adv)
   policy, value = 0.0, 0.0
   for i in range(n):
@@ -166,3 +166,60 @@ def test_ppo_shape_mismatch_names_inputs():
     losses.ppo_loss(**data)
   with pytest.raises(ValueError, match='lambda_'):
     losses.generalized_advantage_estimation(**_unroll(0), lambda_=1.5)
+  with pytest.raises(ValueError, match='clip_epsilon must be >= 0'):
+    losses.ppo_loss(**_ppo_inputs(6), clip_epsilon=-0.1)
+  with pytest.raises(ValueError, match='must be a scalar'):
+    losses.ppo_loss(**_ppo_inputs(6), clip_epsilon=tf.constant([0.1, 0.2]))
+
+
+def sb3_ppo_loss(log_prob, old_log_prob, advantages, v_tm1, returns,
+                 clip_range, vf_coef):
+  """Stable-Baselines3's PPO.train() minibatch loss (no value clip, no
+  entropy), written from its code: torch .std() is the sample std."""
+  adv = np.float64(advantages)
+  adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+  ratio = np.exp(np.float64(log_prob) - old_log_prob)
+  policy_loss = -np.mean(np.minimum(
+      adv * ratio, adv * np.clip(ratio, 1 - clip_range, 1 + clip_range)))
+  value_loss = np.mean((np.float64(returns) - v_tm1) ** 2)  # F.mse_loss
+  return policy_loss + vf_coef * value_loss
+
+
+def test_ppo_loss_reproduces_sb3_with_its_documented_mapping():
+  data = _ppo_inputs(7)
+  got = losses.ppo_loss(**data, clip_epsilon=0.15, value_clip_epsilon=None,
+                        value_cost=1.0, entropy_cost=0.0)
+  expected = sb3_ppo_loss(data['log_prob'], data['old_log_prob'],
+                          data['advantages'], data['v_tm1'], data['returns'],
+                          clip_range=0.15, vf_coef=0.5)
+  np.testing.assert_allclose(got.loss, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_annealed_clip_variable_takes_effect_without_retracing():
+  data = {k: tf.constant(v) for k, v in _ppo_inputs(8).items()}
+  clip = tf.Variable(0.2, trainable=False)
+  traces = []
+
+  @tf.function
+  def loss_fn():
+    traces.append(1)
+    return losses.ppo_loss(**data, clip_epsilon=clip,
+                           value_clip_epsilon=None).loss
+
+  kwargs = dict(value_clip_epsilon=None, value_cost=0.5, entropy_cost=0.01,
+                normalize_advantages=True)
+  for value in (0.2, 0.05, 0.0):  # A linear schedule's last value is 0.
+    clip.assign(value)
+    expected = reference_ppo(**_ppo_inputs(8), clip_epsilon=value, **kwargs)
+    np.testing.assert_allclose(loss_fn(), expected, rtol=1e-5, atol=1e-6)
+  assert len(traces) == 1
+
+
+def test_single_element_advantage_is_not_normalised():
+  data = {k: v[:1] for k, v in _ppo_inputs(9).items()}
+  got = losses.ppo_loss(**data, value_clip_epsilon=None, value_cost=0.0,
+                        entropy_cost=0.0, normalize_advantages=True)
+  plain = losses.ppo_loss(**data, value_clip_epsilon=None, value_cost=0.0,
+                          entropy_cost=0.0, normalize_advantages=False)
+  np.testing.assert_allclose(got.loss, plain.loss, rtol=1e-6)
+  assert float(got.loss) != 0.0

@@ -119,3 +119,117 @@ def test_latest_reads_version_and_step_without_restoring(tmp_path):
   assert store.latest() == latest
   assert not np.allclose(changed[0], weights[0])
   np.testing.assert_array_equal(_weights(network)[0], changed[0])
+
+
+# --- damaged directories ------------------------------------------------------
+
+
+def _truncate(prefix, size=100):
+  """Cuts a checkpoint's data file short, as a full disk or a bad copy does."""
+  (data,) = [p for p in tf.io.gfile.glob(prefix + '.data-*')]
+  with open(data, 'r+b') as f:
+    f.truncate(size)
+
+
+def _listing(directory):
+  return sorted((str(p.relative_to(directory)), p.read_bytes())
+                for p in directory.rglob('*') if p.is_file())
+
+
+def _saved_store(tmp_path, versions):
+  network, optimizer = _make_objects()
+  store = model_store.ModelStore(str(tmp_path), {'network': network,
+                                                 'optimizer': optimizer})
+  weights = {}
+  for version in versions:
+    _train_step(network, optimizer)
+    store.save(version, step=10 * version)
+    weights[version] = _weights(network)
+  return store, weights
+
+
+def test_unreadable_latest_falls_back_to_the_newest_readable(tmp_path):
+  store, weights = _saved_store(tmp_path, [1, 2, 3])
+  _truncate(store.restore().path)               # ckpt-3.
+
+  network, optimizer = _make_objects()
+  _train_step(network, optimizer)
+  resumed = model_store.ModelStore(str(tmp_path), {'network': network,
+                                                   'optimizer': optimizer})
+  restored = resumed.restore()
+  assert (restored.version, restored.step) == (2, 20)
+  for got, want in zip(_weights(network), weights[2]):
+    np.testing.assert_array_equal(got, want)
+  # Set aside, not deleted; counted by highest_version (versions go on above).
+  assert resumed.versions() == [1, 2]
+  assert sorted(p.name for p in (tmp_path / 'unreadable').iterdir()) == [
+      'ckpt-3.data-00000-of-00001', 'ckpt-3.index']
+  assert resumed.highest_version() == 3
+  assert tf.train.latest_checkpoint(str(tmp_path / 'latest')).endswith('-2')
+  with pytest.raises(model_store.CheckpointError, match='version 3'):
+    resumed.save(2, step=21)                    # Below the highest: refused.
+  resumed.save(4, step=21)
+  assert resumed.versions() == [1, 2, 4]
+  assert tf.train.latest_checkpoint(str(tmp_path / 'latest')).endswith('-4')
+
+
+def test_no_readable_checkpoint_stops_with_one_line_and_changes_nothing(
+    tmp_path):
+  store, _ = _saved_store(tmp_path, [1, 2])
+  for version in (1, 2):
+    _truncate(store._path_of(version))  # pylint: disable=protected-access
+  before = _listing(tmp_path)
+
+  network, _ = _make_objects()
+  resumed = model_store.ModelStore(str(tmp_path), {'network': network})
+  with pytest.raises(model_store.CheckpointError) as raised:
+    resumed.restore()
+  message = str(raised.value)
+  assert '\n' not in message
+  assert str(tmp_path / 'latest' / 'ckpt-2') in message
+  assert 'older ones are unreadable too' in message
+  with pytest.raises(model_store.CheckpointError):
+    resumed.latest()
+  assert _listing(tmp_path) == before
+
+
+def test_explicit_version_that_is_unreadable_is_refused_not_moved(tmp_path):
+  store, _ = _saved_store(tmp_path, [1, 2])
+  _truncate(store._path_of(1))  # pylint: disable=protected-access
+  before = _listing(tmp_path)
+  with pytest.raises(model_store.CheckpointError, match=r'ckpt-1: '):
+    store.restore(version=1)
+  assert _listing(tmp_path) == before
+  assert store.restore(version=2).version == 2
+
+
+def test_lost_or_truncated_state_file_still_resumes_the_latest(tmp_path):
+  store, weights = _saved_store(tmp_path, [1, 2, 3])
+  state = tmp_path / 'latest' / 'checkpoint'
+  state.write_text(state.read_text()[:12])      # Unparsable.
+
+  network, optimizer = _make_objects()
+  _train_step(network, optimizer)
+  resumed = model_store.ModelStore(str(tmp_path), {'network': network,
+                                                   'optimizer': optimizer})
+  assert resumed.restore().version == 3         # Not a fresh start.
+  for got, want in zip(_weights(network), weights[3]):
+    np.testing.assert_array_equal(got, want)
+  assert tf.train.latest_checkpoint(str(tmp_path / 'latest')).endswith('-3')
+
+  state.unlink()
+  again = model_store.ModelStore(str(tmp_path), {'network': network,
+                                                 'optimizer': optimizer},
+                                 max_to_keep=3)
+  assert again.latest().version == 3
+  again.save(4, step=40)                        # Rotation sees every file.
+  assert again.versions() == [2, 3, 4]
+
+
+def test_checkpoint_problem_names_the_cause(tmp_path):
+  store, _ = _saved_store(tmp_path, [1])
+  path = store.restore().path
+  assert model_store.checkpoint_problem(path) is None
+  _truncate(path)
+  assert 'Read less bytes' in model_store.checkpoint_problem(path)
+  assert model_store.checkpoint_problem(str(tmp_path / 'missing')) is not None

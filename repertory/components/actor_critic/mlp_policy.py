@@ -1,4 +1,4 @@
-"""PPO's (and A3C's) feedforward policy-value network and its acting step.
+"""The feedforward policy-value network of PPO and A3C and its acting step.
 
 `Policy` is the one compiled function actors need: a batched step over all
 of an actor's environments that samples actions and returns their
@@ -6,18 +6,19 @@ log-probabilities and the state values, which on-policy learners store with
 the experience (PPO) or use at once (A3C).
 """
 
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import Any, Dict, Mapping, Sequence, Tuple
 
 from dm_env import specs
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from repertory.agents.impala.networks import environment_specs  # pylint: disable=unused-import
-from repertory.agents.impala.networks import num_actions
+from repertory import core
+
+from repertory.components.specs import num_actions
 from repertory.components import losses
 from repertory.components import networks
-from repertory.components.networks import GraphFunction  # pylint: disable=unused-import
+from repertory.components import variables
 
 # The name of the variable group actors fetch from the learner.
 POLICY = 'policy'
@@ -105,3 +106,39 @@ def export_snapshot(path: str, network: snt.Module,
                      output_type=tf.int32)
   return model_store.export_policy(path, policy, observation_spec,
                                    owner=network)
+
+
+class EvalActor(core.Actor):
+  """A single-environment actor (no adder) with the learner's weights."""
+
+  def __init__(self, policy: Policy, variable_source: Any):
+    self._policy = policy
+    self._client = variables.VariableClient(variable_source,
+                                            POLICY)
+    self._version = -1
+
+  def select_action(self, observation):
+    action, _, _ = self._policy.step(np.asarray(observation)[None])
+    return action[0]
+
+  def observe_first(self, timestep) -> None:
+    pass
+
+  def observe(self, action, next_timestep) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    if self._client.version != self._version and self._client.variables:
+      self._policy.set_weights(self._client.params)
+      self._version = self._client.version
+
+
+def make_eval_actor(variable_source: Any, spec: Any,
+                    hidden_sizes: Sequence[int], greedy: bool = True,
+                    seed: int = 0) -> EvalActor:
+  """The monitor's evaluation actor (use with functools.partial)."""
+  from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
+  limit_tf_threads()
+  return EvalActor(Policy(hidden_sizes, spec.observations, spec.actions,
+                          greedy=greedy, seed=seed), variable_source)

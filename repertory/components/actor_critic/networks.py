@@ -1,4 +1,4 @@
-"""IMPALA's networks: an MLP torso, optionally an LSTM, a policy-value head.
+"""The actor-critic's networks: an MLP torso, optionally an LSTM, a policy-value head.
 
 `Policy` wraps a network with the one compiled function actors need: a
 batched step that zeroes the recurrent state of environments starting a new
@@ -7,33 +7,21 @@ episode, runs the network once over all environments and samples actions.
 
 from typing import Any, Dict, Tuple
 
-import dm_env
 from dm_env import specs
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
-from repertory.agents.impala import config as config_lib
+from repertory.components.actor_critic import config as config_lib
 from repertory.components import networks
+from repertory.components.specs import num_actions
 
 # The name of the variable group actors fetch from the learner.
 POLICY = 'policy'
 
 
-def num_actions(action_spec: specs.Array) -> int:
-  """The number of discrete actions, or a clear error for other specs."""
-  if isinstance(action_spec, specs.DiscreteArray):
-    return int(action_spec.num_values)
-  if (isinstance(action_spec, specs.BoundedArray) and action_spec.shape == ()
-      and np.issubdtype(action_spec.dtype, np.integer)):
-    return int(action_spec.maximum) - int(action_spec.minimum) + 1
-  raise ValueError(f'IMPALA/SEED here take a single discrete action; got the '
-                   f'action spec {action_spec!r}.')
-
-
-def make_network(config: config_lib.Config, observation_spec: specs.Array,
-                 action_spec: specs.Array, build: bool = True) -> snt.Module:
+def make_network(config: config_lib.ActorCriticConfig,
+                 observation_spec: specs.Array, action_spec: specs.Array, build: bool = True) -> snt.Module:
   """Builds (and, if `build`, creates the variables of) the network."""
   def torso(name):
     return networks.MLPTorso(
@@ -81,12 +69,12 @@ class Policy:
   `first` holds are zeroed first (a new episode starts there).
 
   The step runs through `GraphFunction` (`Session.run`, numpy in and out):
-  TF 2.15 on CPython 3.11 leaks a block per `EagerTensor`, which made every
-  actor grow by ~6.5 MiB per 10 minutes with a `tf.function` step.
+  TF 2.15 on CPython 3.11 leaks a block per `EagerTensor`, so a
+  `tf.function` step would make a long-running actor grow.
   `set_weights` takes the learner's `networks.get_variables(network)`.
   """
 
-  def __init__(self, config: config_lib.Config,
+  def __init__(self, config: config_lib.ActorCriticConfig,
                observation_spec: specs.Array, action_spec: specs.Array,
                greedy: bool = False, seed: int = 0):
     self.recurrent = bool(config.use_lstm)
@@ -140,7 +128,7 @@ class Policy:
     self._function.set_weights(weights)
 
 
-def state_spec(config: config_lib.Config) -> Any:
+def state_spec(config: config_lib.ActorCriticConfig) -> Any:
   """The recurrent state of one environment as numpy examples (or None)."""
   if not config.use_lstm:
     return None
@@ -148,11 +136,19 @@ def state_spec(config: config_lib.Config) -> Any:
                        cell=np.zeros((config.lstm_size,), np.float32))
 
 
-def environment_specs(env_spec: str) -> Tuple[Any, Any]:
-  """(observation_spec, action_spec) of one environment of `env_spec`."""
-  from repertory import environments  # pylint: disable=g-import-not-at-top
-  environment: dm_env.Environment = environments.make(env_spec, seed=0)
-  try:
-    return environment.observation_spec(), environment.action_spec()
-  finally:
-    environment.close()
+def export_snapshot(network: snt.Module, observation_spec: specs.Array,
+                    path: str) -> str:
+  """Exports `network`'s greedy policy as a SavedModel; returns its path."""
+  from repertory.components import model_store  # pylint: disable=g-import-not-at-top
+  if is_recurrent(network):
+    def policy(observation, state):
+      output, state = network(observation, state)
+      return tf.argmax(output.logits, axis=-1, output_type=tf.int32), state
+    initial_state = network.initial_state
+  else:
+    def policy(observation):
+      return tf.argmax(network(observation).logits, axis=-1,
+                       output_type=tf.int32)
+    initial_state = None
+  return model_store.export_policy(path, policy, observation_spec,
+                                   owner=network, initial_state=initial_state)

@@ -1,0 +1,167 @@
+r"""Remote environments: action throughput and latency through the gRPC
+service, beside in-process SEED actors, and time for remote clients to
+solve Catch. Results go to BENCHMARKS.md ("Remote environments").
+
+  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+      --part=throughput --episodes=1,4,16,64 --seconds=8
+  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+      --part=solve --kind=node --processes=4
+
+throughput: SEED on `remote:catch` in local_mt (learner training), N
+concurrent remote episodes from min(N, 4) Python client processes
+(`repertory.remote.catch_client --threads`), actions/s and p50/p99 action
+latency over all actions after a warm-up; then the same SEED program on
+local `catch` with in-process actors stepping N environments
+(min(N, 4) actors), actor steps/s from the counter.
+solve: N client processes (node or python, one episode at a time each) play
+until the monitor's mean return of the last 100 episodes reaches 0.9; the
+final evaluation plays 20 episodes of local catch.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+TOKEN = 'benchmark-token'
+
+
+def _experiment(logdir, env, **kwargs):
+  from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
+  values = dict(agent='seed', env=env, num_actors=1, envs_per_actor=1,
+                max_actor_steps=10**9, eval_episodes=1, logdir=logdir,
+                launch_type='local_mt', progress_every_seconds=5.0)
+  values.update(kwargs)
+  return experiment_lib.ExperimentConfig(**values)
+
+
+def _client(kind, address_file, *args):
+  env = dict(os.environ, REPERTORY_REMOTE_TOKEN=TOKEN,
+             PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH',
+                                                              '')]))
+  if kind == 'node':
+    command = ['node', os.path.join(ROOT, 'clients', 'node',
+                                    'catch_client.js')]
+  else:
+    command = [sys.executable, '-m', 'repertory.remote.catch_client']
+  return subprocess.Popen(command + [f'--address_file={address_file}', *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, env=env)
+
+
+def _remote_program(logdir, **kwargs):
+  from repertory.agents import seed  # pylint: disable=g-import-not-at-top
+  from repertory.remote import options as options_lib  # pylint: disable=g-import-not-at-top
+  address_file = os.path.join(logdir, 'remote', 'address')
+  program = seed.make_program(
+      seed.Config(), _experiment(logdir, 'remote:catch', **kwargs),
+      remote_options=options_lib.RemoteOptions(
+          token_value=TOKEN, address_file=address_file))
+  return program, address_file
+
+
+def throughput(episodes, seconds):
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  from repertory.agents import seed  # pylint: disable=g-import-not-at-top
+  rows = []
+  for n in episodes:
+    with tempfile.TemporaryDirectory() as logdir:
+      program, address_file = _remote_program(logdir)
+      launched = launch.launch(program, launch_type='local_mt',
+                               termination_notice_secs=5, block=False)
+      processes = min(n, 4)
+      files = [os.path.join(logdir, f'latency{i}.npy')
+               for i in range(processes)]
+      clients = [_client('python', address_file, f'--threads={n // processes}',
+                         f'--seconds={seconds}', f'--seed={i}',
+                         f'--latency_file={files[i]}')
+                 for i in range(processes)]
+      results = [json.loads(c.communicate(timeout=seconds + 200)[0]
+                            .strip().splitlines()[-1]) for c in clients]
+      launched.stop(timeout=60)
+      latencies = np.concatenate([np.load(f) for f in files]) * 1000
+      actions = sum(r['actions'] for r in results)
+      span = max(r['seconds'] for r in results)
+      rows.append({'what': 'remote', 'episodes': n, 'processes': processes,
+                   'actions_per_s': round(actions / span),
+                   'latency_ms_p50': round(float(np.percentile(latencies, 50)),
+                                           2),
+                   'latency_ms_p99': round(float(np.percentile(latencies, 99)),
+                                           2)})
+      print(json.dumps(rows[-1]), flush=True)
+    with tempfile.TemporaryDirectory() as logdir:
+      actors = min(n, 4)
+      program = seed.make_program(seed.Config(), _experiment(
+          logdir, 'catch', num_actors=actors, envs_per_actor=n // actors))
+      launched = launch.launch(program, launch_type='local_mt',
+                               termination_notice_secs=5, block=False)
+      counter = program.groups['counter'][0].create_handle().dereference()
+      time.sleep(5.0)  # Warm-up (TF graphs, first weights).
+      start_steps, start = counter.get_counts().get('actor_steps', 0), \
+          time.monotonic()
+      time.sleep(seconds)
+      steps = counter.get_counts().get('actor_steps', 0) - start_steps
+      elapsed = time.monotonic() - start
+      launched.stop(timeout=60)
+      rows.append({'what': 'in-process SEED actors', 'episodes': n,
+                   'processes': actors,
+                   'actions_per_s': round(steps / elapsed)})
+      print(json.dumps(rows[-1]), flush=True)
+  return rows
+
+
+def solve(kind, processes, timeout):
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory() as logdir:
+    program, address_file = _remote_program(
+        logdir, stop_at_return=0.9, eval_episodes=20, max_actor_steps=500_000)
+    start = time.monotonic()
+    launched = launch.launch(program, launch_type='local_mt',
+                             termination_notice_secs=5, block=False)
+    clients = [_client(kind, address_file, f'--seconds={timeout}',
+                       f'--seed={i + 1}') for i in range(processes)]
+    launched.wait(timeout=timeout)
+    elapsed = time.monotonic() - start
+    for c in clients:
+      c.kill()
+      c.wait()
+    launched.stop(timeout=60)
+    with open(os.path.join(logdir, 'results.json')) as f:
+      results = json.load(f)
+  row = {'what': f'solve catch, {kind} clients', 'processes': processes,
+         'wall_s': round(elapsed, 1),
+         'actor_steps': results.get('actor_steps'),
+         'learner_steps': results.get('learner_steps'),
+         'eval_return_mean': results.get('eval_return_mean'),
+         'train_return_last_100': results.get('episode_return_mean')}
+  print(json.dumps(row), flush=True)
+  return row
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--part', choices=('throughput', 'solve'),
+                      default='throughput')
+  parser.add_argument('--episodes', default='1,4,16,64')
+  parser.add_argument('--seconds', type=float, default=8.0)
+  parser.add_argument('--kind', choices=('python', 'node'), default='python')
+  parser.add_argument('--processes', type=int, default=4)
+  parser.add_argument('--timeout', type=float, default=240.0)
+  args = parser.parse_args()
+  if args.part == 'throughput':
+    throughput([int(n) for n in args.episodes.split(',')], args.seconds)
+  else:
+    solve(args.kind, args.processes, args.timeout)
+  with open('/proc/loadavg') as f:
+    print('loadavg', f.read().strip())
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,201 @@
+r"""Where the seconds go from the command to the first training step (local_mp).
+
+  flock /tmp/cpu.lock python benchmarks/startup_breakdown.py -- \
+      --agent=ppo --env=gym:CartPole-v1
+
+Part 1 times the pieces on their own, each in a fresh process, one after the
+other: the interpreter, `import tensorflow`, `import reverb`, `import ray`,
+`ray.init()` of a local instance (as local_mp starts it), and `import` of
+the modules the driver needs (`repertory.run`'s imports).
+
+Part 2 starts `python -m repertory.run <args after -->` (plus
+`--stop_at_return=never`) and, every `--every` seconds until the learner's
+first `learner.csv` row (its first update) appears, records:
+
+- when the driver printed its first line (flags parsed, agent and program
+  built) and `[repertory.launch] ...` (after `ray.init`);
+- for every process of the tree: when it appeared, its node (the log file
+  its stdout goes to, `<logdir>/nodes/<unit>.log`, or its command), whether
+  TensorFlow is loaded in it (`libtensorflow_framework` mapped: the time it
+  was first seen is when its import began), and its CPU
+  seconds when the first update happened;
+- when each node's log file was created (the node's construction starts).
+
+All times are seconds from the moment the command is started. Record
+`cat /proc/loadavg` beside the figures: on 2 shared cores they scale with
+the load.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional
+
+from absl import app
+from absl import flags
+import psutil
+
+_EVERY = flags.DEFINE_float('every', 0.1, 'Sampling period, seconds.')
+_TIMEOUT_S = flags.DEFINE_float('timeout_s', 120.0, 'Give up after this.')
+_PIECES = flags.DEFINE_bool('pieces', True, 'Run part 1.')
+
+_PIECE_CODE = {
+    'interpreter (python -c pass)': 'pass',
+    'import tensorflow': 'import tensorflow',
+    'import reverb (pulls tensorflow)': 'import reverb',
+    'import ray': 'import ray',
+    'import sonnet (pulls tensorflow)': 'import sonnet',
+    'import repertory.run (the driver)': 'import repertory.run',
+    'import ray + ray.init() (local, as local_mp)': (
+        'import ray, time; t = time.time(); '
+        "ray.init(address='local', _node_ip_address='127.0.0.1', "
+        'include_dashboard=False); '
+        "print('INIT', time.time() - t); ray.shutdown()"),
+}
+
+
+def time_pieces() -> None:
+  print('Part 1: each piece alone, in a fresh process (wall s, CPU s of '
+        'the process and its children)')
+  for name, code in _PIECE_CODE.items():
+    start = time.time()
+    before = os.times()
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                            text=True, check=False)
+    after = os.times()
+    wall = time.time() - start
+    cpu = (after.children_user - before.children_user +
+           after.children_system - before.children_system)
+    extra = ''
+    match = re.search(r'INIT ([0-9.]+)', result.stdout)
+    if match:
+      extra = f' (ray.init alone {float(match.group(1)):.2f} s)'
+    status = '' if result.returncode == 0 else f' FAILED rc={result.returncode}'
+    print(f'  {name:48s} {wall:6.2f} s wall {cpu:6.2f} s CPU{extra}{status}')
+
+
+def _label(process: psutil.Process, logdir: str) -> str:
+  try:
+    target = os.readlink(f'/proc/{process.pid}/fd/1')
+    if target.startswith(os.path.join(logdir, 'nodes')) and target.endswith(
+        '.log'):
+      return 'node ' + os.path.basename(target)[:-len('.log')]
+  except OSError:
+    pass
+  try:
+    text = ' '.join(process.cmdline())
+  except psutil.Error:
+    return 'gone'
+  for name in ('raylet', 'gcs_server', 'log_monitor', 'runtime_env_agent',
+               'dashboard_agent', 'dashboard'):
+    if name in text:
+      return name
+  if 'repertory.run' in text:
+    return 'driver'
+  if 'default_worker' in text:
+    return 'ray worker (no node yet)'
+  return text[:60]
+
+
+def _has_tensorflow(pid: int) -> bool:
+  try:
+    with open(f'/proc/{pid}/maps') as f:
+      return 'libtensorflow_framework' in f.read()
+  except OSError:
+    return False
+
+
+def breakdown(run_args: List[str]) -> None:
+  logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
+  command = [sys.executable, '-m', 'repertory.run', f'--logdir={logdir}',
+             '--stop_at_return=never', '--eval_episodes=1'] + run_args
+  print('\nPart 2:', ' '.join(command[1:]))
+  print('  loadavg at start:', open('/proc/loadavg').read().strip())
+  t0 = time.time()
+  process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+  lines: List[tuple] = []
+
+  def read():
+    for line in process.stdout:
+      lines.append((time.time() - t0, line.rstrip()))
+
+  threading.Thread(target=read, daemon=True).start()
+  root = psutil.Process(process.pid)
+  seen: Dict[int, dict] = {}
+  node_logs: Dict[str, float] = {}
+  first_step: Optional[float] = None
+  nodes_dir = os.path.join(logdir, 'nodes')
+  while process.poll() is None and time.time() - t0 < _TIMEOUT_S.value:
+    now = time.time() - t0
+    try:
+      processes = [root] + root.children(recursive=True)
+    except psutil.Error:
+      break
+    for p in processes:
+      entry = seen.setdefault(p.pid, {'seen': now, 'process': p})
+      entry['label'] = _label(p, logdir)
+      if not entry.get('tf') and _has_tensorflow(p.pid):
+        entry['tf'] = now
+      try:
+        cpu = p.cpu_times()
+        entry['cpu'] = cpu.user + cpu.system
+      except psutil.Error:
+        pass
+    if os.path.isdir(nodes_dir):
+      for name in os.listdir(nodes_dir):
+        node_logs.setdefault(name[:-len('.log')], now)
+    learner_csv = [os.path.join(d, f) for d, _, fs in os.walk(logdir)
+                   for f in fs if f == 'learner.csv']
+    if any(sum(1 for _ in open(path)) >= 2 for path in learner_csv):
+      first_step = now
+      break
+    time.sleep(_EVERY.value)
+  process.terminate()
+  try:
+    process.wait(timeout=60)
+  except subprocess.TimeoutExpired:
+    os.killpg(process.pid, 9)
+  print('  loadavg at end:  ', open('/proc/loadavg').read().strip())
+  print('  driver output (s from the command):')
+  for t, line in lines:
+    if line.startswith(('repertory:', '[repertory.launch]')):
+      print(f'    {t:6.2f}  {line[:100]}')
+  print('  node construction starts (node log file created):')
+  for name, t in sorted(node_logs.items(), key=lambda kv: kv[1]):
+    print(f'    {t:6.2f}  {name}')
+  print('  processes (appeared at, TensorFlow loaded at, CPU s by the first '
+        'update):')
+  total_cpu = 0.0
+  tf_cpu = 0.0
+  for entry in sorted(seen.values(), key=lambda e: e['seen']):
+    cpu = entry.get('cpu', 0.0)
+    total_cpu += cpu
+    tf_at = entry.get('tf')
+    if tf_at is not None:
+      tf_cpu += cpu
+    print(f'    {entry["seen"]:6.2f}  {entry["label"]:32s} TF '
+          f'{"-" if tf_at is None else f"{tf_at:6.2f}":>6s}  {cpu:6.2f} CPU s')
+  print(f'  first learner update at {first_step if first_step is not None else "never"}'
+        f' s; CPU seconds of the tree by then {total_cpu:.1f} '
+        f'({tf_cpu:.1f} in processes with TensorFlow loaded; '
+        f'{sum(1 for e in seen.values() if e.get("tf"))} of {len(seen)} '
+        'processes loaded it)')
+
+
+def main(argv):
+  run_args = argv[1:]
+  if run_args and run_args[0] == '--':
+    run_args = run_args[1:]
+  if _PIECES.value:
+    time_pieces()
+  breakdown(run_args or ['--agent=ppo', '--env=gym:CartPole-v1'])
+
+
+if __name__ == '__main__':
+  app.run(main)

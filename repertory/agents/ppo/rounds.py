@@ -1,0 +1,130 @@
+"""PPO's rounds: every actor's unrolls of one policy version, or an error.
+
+A round of version v is complete when each of `num_actors` actors wrote its
+`envs_per_actor` unrolls of version v to the queue. An unroll of an earlier
+version is dropped (counted), one of a later version or an extra one is an
+error, and a round not complete after `round_timeout_s` fails naming the
+missing actors.
+"""
+
+import collections
+import queue as queue_lib
+import threading
+import time
+from typing import Any, Callable, Dict, Optional
+
+from absl import logging
+import numpy as np
+import tree
+
+from repertory.components import replay as replay_lib
+
+# How long one read from the queue blocks before the stop and the round's
+# deadline are checked.
+POLL_S = 1.0
+
+
+class RoundTimeoutError(TimeoutError):
+  """A round did not complete: some actors' unrolls never arrived."""
+
+
+class PolicyLagError(RuntimeError):
+  """An unroll of another version than the round's reached the learner."""
+
+
+class RoundCollector:
+  """Reads the queue in a thread of its own and assembles rounds."""
+
+  def __init__(self, replay: Any, table: str, num_actors: int,
+               envs_per_actor: int, round_timeout_s: float):
+    if num_actors < 1 or envs_per_actor < 1:
+      raise ValueError(f'PPO needs num_actors >= 1 and envs_per_actor >= 1, '
+                       f'got {num_actors} and {envs_per_actor}.')
+    self._replay, self._table = replay, table
+    self._num_actors, self._envs_per_actor = num_actors, envs_per_actor
+    self._items = num_actors * envs_per_actor
+    self._timeout_s = round_timeout_s
+    self._unrolls = None
+    self.dropped = 0  # Unrolls of earlier versions, since the last take.
+
+  def _next_unroll(self, timeout_s: float):
+    """The next unroll, or None if none came in `timeout_s`. One reader
+    thread iterates the dataset without a sampling timeout: an iterator that
+    ends on a timeout can lose an item it took from the queue."""
+    if self._unrolls is None:
+      self._unrolls = queue_lib.Queue()
+      dataset = replay_lib.make_dataset(
+          self._replay, self._table, batch_size=None,
+          max_in_flight_samples_per_worker=self._items,
+          num_workers_per_iterator=1)
+      threading.Thread(target=_read, args=(dataset, self._unrolls),
+                       daemon=True, name='ppo-queue-reader').start()
+    try:
+      unroll = self._unrolls.get(timeout=timeout_s)
+    except queue_lib.Empty:
+      return None
+    if isinstance(unroll, Exception):
+      self._unrolls = None
+      raise unroll
+    return unroll
+
+  def collect(self, version: int, stopping: Callable[[], bool]
+              ) -> Optional[Dict[str, np.ndarray]]:
+    """The round of `version`, time-major (`[T + 1, B, ...]`, B sorted by
+    actor), or None once `stopping()` holds while waiting."""
+    per_actor = collections.defaultdict(list)
+    received, start = 0, time.monotonic()
+    next_log = start + 10.0
+    while received < self._items:
+      unroll = self._next_unroll(POLL_S)
+      if unroll is None:
+        if stopping():
+          return None
+        now = time.monotonic()
+        if now - start >= self._timeout_s:
+          raise RoundTimeoutError(
+              f'PPO round of version {version} incomplete after '
+              f'{now - start:.0f}s: {self._status(per_actor)}')
+        if now >= next_log:
+          logging.info('PPO learner waiting for round %d: %s', version,
+                       self._status(per_actor))
+          next_log = now + 10.0
+        continue
+      behaviour, actor_id = int(unroll['policy_version']), int(
+          unroll['actor_id'])
+      if behaviour < version:  # Left over from an earlier round: never used.
+        self.dropped += 1
+        logging.warning('PPO learner dropped an unroll of version %d from '
+                        'actor %d in round %d.', behaviour, actor_id, version)
+        continue
+      if behaviour > version or not 0 <= actor_id < self._num_actors:
+        raise PolicyLagError(
+            f'PPO learner at version {version} received an unroll of version '
+            f'{behaviour} from actor {actor_id}; actors may only act with the '
+            f'published version and ids are 0..{self._num_actors - 1}.')
+      if len(per_actor[actor_id]) >= self._envs_per_actor:
+        raise PolicyLagError(
+            f'PPO actor {actor_id} wrote more than {self._envs_per_actor} '
+            f'unrolls of version {version}.')
+      per_actor[actor_id].append(unroll)
+      received += 1
+    unrolls = [u for a in sorted(per_actor) for u in per_actor[a]]
+    # Per-step columns [T + 1, ...] -> [T + 1, B, ...]; scalars -> [B].
+    return tree.map_structure(
+        lambda *xs: np.stack(xs, axis=min(1, np.ndim(xs[0]))), *unrolls)
+
+  def _status(self, per_actor) -> str:
+    missing = [a for a in range(self._num_actors)
+               if len(per_actor.get(a, ())) < self._envs_per_actor]
+    have = {a: len(u) for a, u in sorted(per_actor.items())}
+    return (f'missing unrolls from actors {missing} (unrolls received per '
+            f'actor: {have}; each actor writes {self._envs_per_actor}); '
+            f'{replay_lib.table_status(self._replay, self._table)}')
+
+
+def _read(dataset, unrolls: queue_lib.Queue) -> None:
+  try:
+    for sample in dataset:
+      unrolls.put(tree.map_structure(lambda x: x.numpy(), sample.data))
+  except Exception as e:  # pylint: disable=broad-except
+    unrolls.put(e)  # Raised in the learner (e.g. the server went away).

@@ -1,0 +1,149 @@
+"""Hyperparameters of the V-trace actor-critic (Espeholt et al. 2018,
+arXiv:1802.01561) that IMPALA and SEED share.
+
+This module imports neither TensorFlow nor Reverb, so that processes which
+only need the settings (e.g. SEED's environment-only actors) stay light.
+"""
+
+import dataclasses
+from typing import Any, Optional, Tuple
+
+from repertory import launch
+
+BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
+ACTIVATIONS = ('relu', 'tanh')
+
+
+@dataclasses.dataclass
+class ActorCriticConfig:
+  """The V-trace actor-critic's settings (IMPALA's); the defaults solve
+  `catch`.
+
+  Attributes:
+    unroll_length: T, the number of transitions per unroll. An item holds
+      T + 1 steps: consecutive unrolls of one environment overlap by one step
+      (the last observation of one is the bootstrap of the other and the
+      first of the next).
+    batch_size: unrolls per learner step.
+    learning_rate: Adam's learning rate.
+    adam_epsilon: Adam's epsilon.
+    discount: γ, applied on top of the environment's discount.
+    entropy_cost: weight of the entropy bonus.
+    baseline_cost: weight of the value loss.
+    max_gradient_norm: gradients are clipped to this global norm.
+    vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
+    clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
+    clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
+      (None: no clipping).
+    hidden_sizes: widths of the MLP torso.
+    activation: the MLP's nonlinearity, one of ACTIVATIONS.
+    shared_torso: policy and value read one torso (IMPALA's network); False
+      gives the value a torso of its own (feedforward only), which keeps the
+      value loss of long-horizon tasks such as CartPole from disturbing the
+      policy's features.
+    use_lstm: add an LSTM core after the torso (IMPALA's recurrent agent).
+    lstm_size: the LSTM's hidden size.
+    variable_update_period: actors fetch new weights every this many batched
+      steps (one policy call over all of an actor's environments).
+    weights_transport: how IMPALA's actors fetch weights: 'tcp', a direct
+      TCP connection to the learner's variable store, or 'handle', a call
+      through the learner's handle (a Ray actor call in local_mp and ray,
+      slower: see BENCHMARKS.md). SEED's servers share the learner's process
+      by default and call it directly.
+    max_queue_size: unrolls the Reverb queue holds before actors block.
+    max_policy_lag: the learner drops (and counts as `dropped_stale`) unrolls
+      whose behaviour version is more than this many versions behind its own;
+      None keeps every unroll.
+    batched_env_kind: how an actor batches its environments: 'serial' (in
+      the actor's process), 'process' (worker subprocesses), 'envpool', or
+      'auto' ('envpool' for 'envpool:' specs, 'serial' otherwise).
+    train: False disables learning (the learner serves its initial weights
+      and never samples; the queue becomes a buffer that drops its oldest
+      unrolls instead of blocking actors): to measure acting throughput.
+    learner_log_every: the learner logs its metrics every this many steps.
+  """
+  unroll_length: int = 10
+  batch_size: int = 8
+  learning_rate: float = 3e-3
+  adam_epsilon: float = 1e-7
+  discount: float = 0.99
+  entropy_cost: float = 0.01
+  baseline_cost: float = 0.5
+  max_gradient_norm: float = 40.0
+  vtrace_lambda: float = 1.0
+  clip_rho_threshold: Optional[float] = 1.0
+  clip_pg_rho_threshold: Optional[float] = 1.0
+  hidden_sizes: Tuple[int, ...] = (64, 64)
+  activation: str = 'relu'
+  shared_torso: bool = True
+  use_lstm: bool = False
+  lstm_size: int = 64
+  variable_update_period: int = 10
+  weights_transport: str = 'tcp'
+  max_queue_size: int = 64
+  max_policy_lag: Optional[int] = None
+  batched_env_kind: str = 'auto'
+  train: bool = True
+  learner_log_every: int = 100
+
+  def __post_init__(self):
+    positive = ('unroll_length', 'batch_size', 'variable_update_period',
+                'max_queue_size', 'lstm_size', 'learner_log_every')
+    for name in positive:
+      value = getattr(self, name)
+      if not isinstance(value, int) or value < 1:
+        raise ValueError(f'Config.{name} must be a positive int, got '
+                         f'{value!r}.')
+    for name in ('learning_rate', 'adam_epsilon', 'max_gradient_norm'):
+      if not getattr(self, name) > 0:
+        raise ValueError(f'Config.{name} must be > 0, got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('entropy_cost', 'baseline_cost'):
+      if getattr(self, name) < 0:
+        raise ValueError(f'Config.{name} must be >= 0, got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('discount', 'vtrace_lambda'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f'Config.{name} must be in [0, 1], got '
+                         f'{getattr(self, name)!r}.')
+    for name in ('clip_rho_threshold', 'clip_pg_rho_threshold'):
+      value = getattr(self, name)
+      if value is not None and value <= 0:
+        raise ValueError(f'Config.{name} must be > 0 or None, got {value!r}.')
+    self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+    if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+      raise ValueError('Config.hidden_sizes must be a non-empty sequence of '
+                       f'positive ints, got {self.hidden_sizes!r}.')
+    if self.max_policy_lag is not None and self.max_policy_lag < 0:
+      raise ValueError('Config.max_policy_lag must be >= 0 or None, got '
+                       f'{self.max_policy_lag!r}.')
+    if self.weights_transport not in launch.TRANSPORTS:
+      raise ValueError(
+          f'Config.weights_transport={self.weights_transport!r}; choose one '
+          f'of {launch.TRANSPORTS}.')
+    if self.batched_env_kind not in BATCHED_ENV_KINDS:
+      raise ValueError(f'Config.batched_env_kind={self.batched_env_kind!r}; '
+                       f'choose one of {BATCHED_ENV_KINDS}.')
+    if self.activation not in ACTIVATIONS:
+      raise ValueError(f'Config.activation={self.activation!r}; choose one of '
+                       f'{ACTIVATIONS}.')
+    if self.use_lstm and not self.shared_torso:
+      raise ValueError('Config.shared_torso=False is for feedforward networks; '
+                       'with use_lstm=True the LSTM core is shared.')
+    if self.batch_size > self.max_queue_size:
+      raise ValueError(
+          f'Config.batch_size={self.batch_size} exceeds max_queue_size='
+          f'{self.max_queue_size}: the learner could never fill a batch.')
+
+  @property
+  def sequence_length(self) -> int:
+    """Steps stored per unroll item: T transitions need T + 1 steps."""
+    return self.unroll_length + 1
+
+
+def batched_env_kind(config_kind: str, env_spec: Any) -> str:
+  """Resolves 'auto' to the batched environment kind for `env_spec`."""
+  if config_kind != 'auto':
+    return config_kind
+  is_envpool = isinstance(env_spec, str) and env_spec.startswith('envpool:')
+  return 'envpool' if is_envpool else 'serial'

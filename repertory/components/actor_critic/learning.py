@@ -1,0 +1,204 @@
+"""The V-trace learner of IMPALA and SEED (Espeholt et al. 2018,
+arXiv:1802.01561), as an algorithm for `learners.LearnerHost`.
+
+One step: sample a batch of unrolls from the Reverb queue, measure the policy
+lag of each (learner version - behaviour version), drop those beyond
+`max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
+IMPALA loss and apply one clipped Adam update.
+
+Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
+discount that came with it) and the actor's a_t and behaviour logits on o_t.
+Transition t -> t+1 is not real when step t+1 is FIRST (the batched
+environment reset there); those, and dropped unrolls, are masked out.
+"""
+
+import os
+from typing import Any, Dict, Optional
+
+from absl import logging
+import sonnet as snt
+import tensorflow as tf
+
+from repertory.components import adders
+from repertory.components import learners
+from repertory.components import losses
+from repertory.components import networks
+from repertory.components.actor_critic import config as config_lib
+from repertory.components.actor_critic import networks as networks_lib
+
+# log ρ of masked transitions: exp() is exactly 0 in float32, so V-trace gives
+# them ρ = c = 0 (no TD error, the trace is cut; the advantage is 0).
+_MASKED_LOG_RHO = -1e9
+_METRICS = ('losses/total', 'losses/policy', 'losses/baseline',
+            'losses/entropy', 'charts/gradient_norm', 'charts/mean_rho',
+            'charts/mean_vs')
+
+
+class VTrace(learners.Algorithm):
+  """V-trace, clipped Adam; `step` returns `None` when no batch came."""
+
+  def __init__(self, config: config_lib.ActorCriticConfig, spec: Any,
+               replay: Any, table: str, seed: int = 0):
+    self._config, self._replay, self._table = config, replay, table
+    self._spec = spec
+    with networks.seeded(seed):
+      self.network = networks_lib.make_network(config, spec.observations,
+                                               spec.actions)
+    self._recurrent = networks_lib.is_recurrent(self.network)
+    self.optimizer = snt.optimizers.Adam(config.learning_rate,
+                                         epsilon=config.adam_epsilon)
+    # Adam's slots exist before a checkpoint is restored into them.
+    learners.create_optimizer_state(self.optimizer,
+                                    self.network.trainable_variables)
+    self._results = learners.HostResults()
+    # The version as the graph sees it (for the lag) and its Python mirror.
+    self._version = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self._mirror = 0
+    self._iterator = None
+    self._waited = 0
+    self._train_step = tf.function(self._train_step_fn)
+
+  def policy_variables(self) -> Dict[str, Any]:
+    return {networks_lib.POLICY: networks.get_variables(self.network)}
+
+  def save(self) -> Dict[str, Any]:
+    return {'network': self.network, 'optimizer': self.optimizer}
+
+  def export_snapshot(self, path: str) -> str:
+    return networks_lib.export_snapshot(self.network, self._spec.observations,
+                                        path)
+
+  def _dataset(self) -> tf.data.Dataset:
+    from repertory.components import replay  # pylint: disable=g-import-not-at-top
+    # A queue: every sample in flight has left it, so keep few in flight.
+    return replay.make_dataset(
+        self._replay, self._table, self._config.batch_size, prefetch_size=1,
+        max_in_flight_samples_per_worker=self._config.batch_size,
+        rate_limiter_timeout_ms=1000, drop_remainder=False)
+
+  def _train_step_fn(self, iterator) -> None:
+    """Updates on the next batch, if one comes within the rate limiter's
+    timeout, and sends the results to `self._results` (numpy: no
+    EagerTensor per step, see `HostResults`). A batch cut short by that
+    timeout is padded with copies of its first row, masked out."""
+    c = self._config
+    sample = iterator.get_next_as_optional()
+
+    def on_batch():
+      data = sample.get_value().data
+      num_real = tf.shape(tf.nest.flatten(data)[0])[0]
+
+      def pad(x):
+        padded = tf.concat([x, tf.repeat(x[:1], c.batch_size - num_real,
+                                         axis=0)], 0)
+        return tf.ensure_shape(padded, [c.batch_size] + x.shape[1:])
+      data = tf.nest.map_structure(pad, data)
+      lag = self._version - tf.cast(data['policy_version'], tf.int64)  # [B]
+      keep = tf.range(c.batch_size) < num_real
+      if c.max_policy_lag is not None:
+        keep = tf.logical_and(keep, lag <= c.max_policy_lag)
+      metrics = tf.cond(tf.reduce_any(keep),
+                        lambda: self._sgd_step(data, keep),
+                        self._no_update_metrics)
+      self._results.send({
+          'num_real': num_real, 'lag': lag, 'keep': keep, 'metrics': metrics,
+          'weights': networks.named_variables(self.network)})
+      return tf.constant(True)
+
+    tf.cond(sample.has_value(), on_batch, lambda: tf.constant(False))
+
+  def _no_update_metrics(self) -> Dict[str, tf.Tensor]:
+    zeros = {k: tf.constant(0.0) for k in _METRICS}
+    return {'applied': tf.constant(False), **zeros}
+
+  def _sgd_step(self, data: Dict[str, Any], keep: tf.Tensor
+                ) -> Dict[str, tf.Tensor]:
+    """One update on a batch of unrolls; `keep` [B] bool drops stale ones."""
+    c = self._config
+    u = adders.time_major_transitions(data)
+    mask = u.mask * tf.cast(keep, tf.float32)[None]               # [T, B]
+    real = mask > 0
+    behaviour_logits = u.extras['logits']                         # [T, B, A]
+    state = (data['core_state'] if self._recurrent
+             else self.network.initial_state(0))
+    with tf.GradientTape() as tape:
+      outputs, _ = self.network.unroll(u.observation, state, u.first)
+      logits = outputs.logits[:-1]                                # [T, B, A]
+      target_log_prob = losses.categorical_log_prob(logits, u.action)
+      behaviour_log_prob = tf.where(  # log ρ = -1e9 where masked.
+          real, losses.categorical_log_prob(behaviour_logits, u.action),
+          tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
+      loss = losses.impala_loss_from_log_probs(
+          target_log_prob, behaviour_log_prob, mask * losses.categorical_entropy(logits), outputs.value[:-1],
+          outputs.value[-1], u.reward, c.discount * u.discount,
+          baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
+          lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
+          clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+      # Means over the real transitions, not all [T, B] (masked ones add 0).
+      scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
+      total = scale * loss.loss
+    params = self.network.trainable_variables
+    gradients = tape.gradient(total, params)
+    gradients, gradient_norm = tf.clip_by_global_norm(gradients,
+                                                      c.max_gradient_norm)
+    # A non-finite loss or gradient leaves weights and Adam's state alone.
+    applied = learners.apply_if_finite(self.optimizer, gradients, params,
+                                       total)
+    self._version.assign_add(tf.cast(applied, tf.int64))
+    e = loss.extra
+    return {'applied': applied, 'losses/total': total,
+            'losses/policy': scale * e['policy_loss'],
+            'losses/baseline': scale * e['baseline_loss'],
+            'losses/entropy': scale * e['entropy'],
+            'charts/gradient_norm': gradient_norm,
+            'charts/mean_rho': scale * e['mean_rho'],
+            'charts/mean_vs': scale * e['mean_vs']}
+
+  def step(self, version: int) -> Optional[learners.Update]:
+    if self._iterator is None:
+      self._iterator = iter(self._dataset())
+    if version != self._mirror:  # Resumed or rolled back meanwhile.
+      self._version.assign(version)
+      self._mirror = version
+    self._train_step(self._iterator)
+    results = self._results.take()
+    if results is None:  # No data within the rate limiter's timeout.
+      self._iterator = None
+      self._waited += 1
+      if self._waited % 30 == 0:
+        logging.info('Learner waiting for unrolls in table %r (%d s).',
+                     self._table, self._waited)
+      return None
+    num_real = int(results['num_real'])
+    lag, keep = results['lag'][:num_real], results['keep'][:num_real]
+    metrics = {k: float(v) for k, v in results['metrics'].items()}
+    applied = bool(metrics.pop('applied'))
+    num_kept = int(keep.sum())
+    self._mirror += int(applied)
+    metrics.update({
+        'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
+        'charts/policy_lag_histogram': lag[keep],
+        'charts/dropped_stale': num_real - num_kept})
+    return learners.Update(
+        metrics, counts={'learner_steps': 1, 'policy_lag_items': num_kept,
+                         'policy_lag_sum': float(lag[keep].sum()),
+                         'dropped_stale': num_real - num_kept},
+        applied=applied if num_kept else None,
+        variables={networks_lib.POLICY: results['weights']})
+
+
+def make_learner(config: config_lib.ActorCriticConfig, spec: Any,
+                 replay: Any, table: str, counter: Any = None,
+                 logdir: Optional[str] = None, seed: int = 0,
+                 checkpoint: Any = None) -> learners.LearnerHost:
+  """The learner node: `VTrace` in a `LearnerHost`. With `logdir`, metrics
+  go to `<logdir>/learner`, checkpoints to `<logdir>/checkpoints` (per the
+  experiment's `checkpoint` settings) and the snapshot on stop to
+  `<logdir>/snapshot`."""
+  path = (lambda name: os.path.join(logdir, name)) if logdir else (
+      lambda name: None)
+  return learners.LearnerHost(
+      VTrace(config, spec, replay, table, seed=seed), counter=counter,
+      logdir=path('learner'), checkpoint=checkpoint,
+      checkpoint_dir=path('checkpoints'), snapshot_dir=path('snapshot'),
+      log_every=config.learner_log_every, train=config.train)

@@ -1,0 +1,254 @@
+"""The learner node every agent runs: one algorithm inside one host.
+
+An algorithm keeps only what is its own: its update step, its state for
+checkpoints and the variables its policy reads. The host does the rest, once
+for every agent: it serves the versioned variables, resumes from and writes
+checkpoints (`FaultTolerance` + `ModelStore`), rolls back after non-finite
+updates, exports a policy snapshot when the program stops, counts through a
+child `Counter` and logs.
+
+    learner = LearnerHost(MyAlgorithm(...), counter=counter, logdir=logdir,
+                          checkpoint=experiment.checkpoint,
+                          checkpoint_dir=logdir + '/checkpoints')
+    learner.run()     # until the program stops; get_variables meanwhile
+
+The algorithm's side is `algorithm.py`; docs/protocols.md has both.
+`step(version)` gets the version the store serves (the behaviour policy's
+version is compared with it for the policy lag) and returns within about a
+second when no data comes, so that the host notices a stop.
+"""
+
+import threading
+import time
+from typing import Any, Dict, Optional, Sequence
+
+from absl import logging
+
+from repertory import core
+from repertory import launch
+from repertory.components import checkpointing
+from repertory.components import counting
+from repertory.components.learners import fault_tolerance
+from repertory.components.learners.algorithm import Algorithm
+from repertory.components.learners.algorithm import Update
+from repertory.components.model_store import store as store_lib
+from repertory.components.variables import store as variables_lib
+
+
+class LearnerHost(core.Learner):
+  """Runs an `Algorithm`: serves, checkpoints, counts, logs, stops.
+
+  Args:
+    algorithm: the agent's `Algorithm`.
+    counter: the run's `Counter` (or its handle); counts go through a child
+      counter that sends them at most every `count_every_seconds`.
+    logdir: where the learner's metrics go (None: terminal only).
+    checkpoint: the experiment's `CheckpointSettings`.
+    checkpoint_dir: if set, resume from the latest checkpoint there, write
+      checkpoints per `checkpoint`, roll back after non-finite updates and
+      write a final checkpoint when the program stops.
+    snapshot_dir: if set, export the algorithm's policy snapshot there when
+      the program stops (after the final checkpoint).
+    log_every: log the metrics every this many steps.
+    count_every_seconds: the child counter's time delta.
+    train: False serves the initial variables and never steps.
+    pull: True runs `algorithm.step(version)` in a loop (the algorithm reads
+      its data); False leaves `run()` idle while actors push data through
+      `update(...)` (A3C's gradients).
+    one_version_per_step: every step publishes exactly one new version, also
+      a non-finite one (its weights unchanged) unless it caused a rollback,
+      whose republish is that step's (synchronous actors wait for it).
+  """
+
+  def __init__(self, algorithm: Algorithm, counter: Any = None,
+               logdir: Optional[str] = None,
+               checkpoint: Optional[checkpointing.CheckpointSettings] = None,
+               checkpoint_dir: Optional[str] = None,
+               snapshot_dir: Optional[str] = None,
+               log_every: int = 1, count_every_seconds: float = 1.0,
+               train: bool = True, pull: bool = True,
+               one_version_per_step: bool = False):
+    if not isinstance(log_every, int) or log_every < 1:
+      raise ValueError(f'log_every must be a positive int, got {log_every!r}.')
+    self._algorithm = algorithm
+    self._train, self._pull = train, pull
+    self._one_version_per_step = one_version_per_step
+    self._store = variables_lib.VariableStore(algorithm.policy_variables())
+    self._counter = (counting.Counter(counter, time_delta=count_every_seconds)
+                     if counter is not None else None)
+    from repertory.components import loggers  # pylint: disable=g-import-not-at-top
+    self._logger = loggers.make_logger('learner', logdir=logdir)
+    self._log_every = log_every
+    self._steps = 0
+    self._last_log = (time.monotonic(), 0)
+    self._snapshot_dir = snapshot_dir
+    self._guard = None
+    self._nonfinite = 0
+    self._plain_lock = threading.RLock()  # Without a guard (no checkpoints).
+    if checkpoint_dir is not None:
+      settings = checkpoint or checkpointing.CheckpointSettings()
+      self._guard = fault_tolerance.FaultTolerance(
+          store_lib.ModelStore(
+              checkpoint_dir, algorithm.save(), max_to_keep=settings.to_keep,
+              checkpoint_every_steps=settings.every_steps,
+              checkpoint_every_minutes=settings.every_minutes),
+          self._store, algorithm.policy_variables,
+          max_bad_updates=settings.max_bad_updates)
+      restored = self._guard.resume()
+      if restored is not None:
+        self._steps = restored.step
+        algorithm.restore(restored)
+    if snapshot_dir is not None and launch.get_launch_type() is not None:
+      # After the guard's final checkpoint (stop handlers run in order).
+      launch.register_stop_handler(self._final_snapshot)
+
+  # --- VariableSource -------------------------------------------------------
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    return self._store.get_variables(names)
+
+  def variables_channel_address(self) -> str:
+    """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
+    return self._store.variables_channel_address()
+
+  def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
+    """Blocks up to `timeout_s` until `version` is published; returns the
+    version served then (smaller than `version` on timeout)."""
+    try:
+      return self._store.wait_for_version(version, timeout_s)
+    except TimeoutError:
+      return self._store.version
+
+  @property
+  def version(self) -> int:
+    return self._store.version
+
+  @property
+  def steps(self) -> int:
+    return self._steps
+
+  @property
+  def algorithm(self) -> Algorithm:
+    return self._algorithm
+
+  @property
+  def guard(self) -> Optional[fault_tolerance.FaultTolerance]:
+    return self._guard
+
+  # --- checkpoints and snapshots --------------------------------------------
+
+  def rollback(self, version: Optional[int] = None,
+               tag: Optional[str] = None) -> int:
+    """Restores checkpoint `version` (or `tag`; default: the latest) and
+    republishes its weights as a new, higher version, which it returns."""
+    if self._guard is None:
+      raise ValueError('rollback() needs a learner built with checkpoint_dir.')
+    return self._guard.rollback(version=version, tag=tag)
+
+  def export_snapshot(self, path: str) -> str:
+    """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""
+    with self._lock():
+      return self._algorithm.export_snapshot(path)
+
+  def _final_snapshot(self) -> None:
+    try:
+      logging.info('Policy snapshot exported to %s.',
+                   self.export_snapshot(self._snapshot_dir))
+    except Exception:  # pylint: disable=broad-except
+      logging.exception('Exporting the policy snapshot failed.')
+
+  def _lock(self):
+    return self._guard.lock if self._guard else self._plain_lock
+
+  # --- stepping -------------------------------------------------------------
+
+  def step(self) -> Optional[Dict[str, Any]]:
+    """One algorithm step; returns its metrics (None if no update came or
+    the final checkpoint is written). A push-based host (`pull=False`)
+    returns its `status()` instead."""
+    if not self._pull:
+      return self.status()
+    data = self._algorithm.fetch(self._store.version)
+    return None if data is None else self.update(*data)
+
+  def status(self) -> Dict[str, Any]:
+    """Steps, version, skipped updates and rollbacks so far."""
+    status = {'learner/steps': self._steps,
+              'learner/version': self._store.version,
+              'learner/nonfinite_updates': self._nonfinite}
+    if self._guard is not None:
+      status['learner/rollbacks'] = self._guard.rollbacks
+    return status
+
+  def update(self, *data: Any) -> Optional[Dict[str, Any]]:
+    """`algorithm.step(version, *data)`, one at a time, and what follows:
+    publish, checkpoint or roll back, count, log. Actors of a push-based
+    algorithm call it with their data (`pull=False`)."""
+    with self._lock():  # One update at a time; none after the final save.
+      if self._guard is not None and self._guard.stopped:
+        time.sleep(0.1)  # The program is stopping; run() ends soon.
+        return None
+      update = self._algorithm.step(self._store.version, *data)
+      if update is None:
+        return None
+      self._steps += 1
+      self._publish(update)
+    if self._counter is not None and update.counts:
+      self._counter.increment(**update.counts)
+    metrics = dict(update.metrics)
+    metrics.update(self.status())
+    if self._steps % self._log_every == 0:
+      now, (last_time, last_steps) = time.monotonic(), self._last_log
+      metrics['learner/steps_per_second'] = (
+          (self._steps - last_steps) / max(now - last_time, 1e-9))
+      self._last_log = (now, self._steps)
+      self._logger.write(metrics)
+    return metrics
+
+  def _publish(self, update: Update) -> None:
+    variables = (update.variables if update.variables is not None
+                 else self._algorithm.policy_variables)
+    publish = lambda: self._store.publish(  # pylint: disable=g-long-lambda
+        variables() if callable(variables) else variables)
+    if update.applied:
+      if update.publish:
+        publish()
+    elif update.applied is not None:
+      self._nonfinite += 1
+      if self._guard is None:
+        logging.warning('Non-finite loss or gradient at step %d: update '
+                        'skipped.', self._steps)
+    rolled_back = (update.applied is not None and self._guard is not None and
+                   self._guard.record_update(bool(update.applied),
+                                             self._steps))
+    if (self._one_version_per_step and update.applied is False and
+        not rolled_back):
+      publish()  # Unchanged weights, as the next version.
+
+  def flush_counts(self) -> None:
+    """Sends the counts not sent yet and waits until every count sent so far
+    (also one a step is sending from another thread) has arrived."""
+    if self._counter is not None:
+      self._counter.flush()
+
+  def flush(self) -> None:
+    """`flush_counts()` and the algorithm's own `flush()`."""
+    self.flush_counts()
+    self._algorithm.flush()
+
+  def run(self) -> None:
+    """Steps until the program stops; then sends the last counts."""
+    try:
+      if not (self._train and self._pull):  # Serve; actors push, if any.
+        launch.wait_for_stop()
+        return
+      launch.run_until_stop(self.step)
+    finally:
+      logging.info('Learner stopping after %d steps (version %d).',
+                   self._steps, self.version)
+      try:
+        self.flush_counts()
+      except Exception:  # pylint: disable=broad-except
+        logging.info('The counter went away before the last counts.')
+      self._algorithm.close()
+      self._logger.close()

@@ -1,0 +1,37 @@
+"""The `--remote_*` flags of `repertory.run` (read only there)."""
+
+from typing import Any, Dict
+
+from absl import flags
+
+from repertory.remote import options as options_lib
+from repertory.remote import program as program_lib
+
+_HOST = flags.DEFINE_string(
+    'remote_host', options_lib.LOOPBACK, 'With --env=remote:<spec>: the '
+    "address the service binds ('0.0.0.0' serves other machines).")
+_PORT = flags.DEFINE_integer(
+    'remote_port', 0, 'With --env=remote:<spec>: the service port (0: a free '
+    'one, written to <logdir>/remote/address).')
+_TOKEN_FILE = flags.DEFINE_string(
+    'remote_token_file', '', 'A file holding the shared token (default: '
+    '$REPERTORY_REMOTE_TOKEN, else a new one in <logdir>/remote/token).')
+_TLS_CERT = flags.DEFINE_string('remote_tls_cert', '',
+                                'PEM certificate chain to serve TLS.')
+_TLS_KEY = flags.DEFINE_string('remote_tls_key', '',
+                               'PEM private key to serve TLS.')
+_MAX_EPISODES = flags.DEFINE_integer(
+    'remote_max_episodes', 128, 'The most remote episodes open at once.')
+
+
+def program_kwargs(agent: str, env: Any) -> Dict[str, Any]:
+  """{'remote_options': ...} for a remote environment, else {}; raises
+  ValueError for an agent that cannot serve one or a bad flag value."""
+  if not program_lib.is_remote(env):
+    return {}
+  program_lib.check_agent(agent, env)
+  return {'remote_options': options_lib.RemoteOptions(
+      host=_HOST.value, port=_PORT.value, token_file=_TOKEN_FILE.value,
+      tls_cert_file=_TLS_CERT.value, tls_key_file=_TLS_KEY.value,
+      max_episodes=_MAX_EPISODES.value,
+      max_sessions=_MAX_EPISODES.value)}

@@ -1,0 +1,84 @@
+"""Helpers the tests of agents and components share (Acme's `testing` module):
+a real Reverb server, waiting for a condition, and a program launched in
+test_mt with its learner stepped by hand (STYLE.md point 9).
+
+    with testing.reverb_server(tables) as client:
+      ...
+      testing.wait_until(lambda: table_size(client) == 12, 'the 12 unrolls')
+"""
+
+import contextlib
+import time
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+
+from repertory import launch
+
+
+def wait_until(predicate: Callable[[], Any], what: str,
+               timeout: float = 120.0, interval: float = 0.05) -> Any:
+  """Polls `predicate()` until it is truthy and returns its value; fails
+  with `what` (what it waited for) after `timeout` seconds."""
+  deadline = time.monotonic() + timeout
+  while True:
+    value = predicate()
+    if value:
+      return value
+    if time.monotonic() > deadline:
+      raise AssertionError(f'Timed out after {timeout:.0f} s waiting for '
+                           f'{what}.')
+    time.sleep(interval)
+
+
+@contextlib.contextmanager
+def reverb_server(tables: Sequence[Any]) -> Iterator[Any]:
+  """A real `reverb.Server` with `tables` on a free loopback port; yields a
+  `reverb.Client` of it and stops the server on exit."""
+  import reverb  # pylint: disable=g-import-not-at-top
+  server = reverb.Server(list(tables))
+  try:
+    yield reverb.Client(f'localhost:{server.port}')
+  finally:
+    server.stop()
+
+
+def table_size(client: Any, table: str) -> int:
+  """Items in `table` now."""
+  return client.server_info()[table].current_size
+
+
+@contextlib.contextmanager
+def launched(program: launch.Program, launch_type: str = 'test_mt',
+             stop_timeout: float = 60.0) -> Iterator[Any]:
+  """Launches `program` (not blocking) and stops it on exit."""
+  running = launch.launch(program, launch_type=launch_type,
+                          termination_notice_secs=5)
+  try:
+    yield running
+  finally:
+    running.stop(timeout=stop_timeout)
+
+
+def step_program_by_hand(program: launch.Program, learner_node: Any,
+                         num_steps: int = 5, variable: str = 'policy',
+                         timeout: float = 240.0
+                         ) -> Tuple[List[int], Dict[str, float]]:
+  """Launches `program` in test_mt with the learner's `run()` disabled,
+  calls its `step()` until it made `num_steps` updates, and returns (the
+  version after each, the counter's counts once they show those steps)."""
+  learner_node.disable_run()
+  with launched(program):
+    learner = learner_node.create_handle().dereference()
+    counter = program.groups['counter'][0].create_handle().dereference()
+    versions = []
+    deadline = time.monotonic() + timeout
+    while len(versions) < num_steps:
+      if learner.step() is not None:
+        versions.append(learner.get_variables([variable]).version)
+      assert time.monotonic() < deadline, f'{len(versions)} learner steps'
+    learner.flush_counts()
+    counts = wait_until(
+        lambda: (lambda c: c if c.get('learner_steps', 0) >= num_steps and
+                 c.get('actor_steps', 0) > 0 else None)(counter.get_counts()),
+        f'{num_steps} learner steps and some actor steps in the counter',
+        timeout=max(deadline - time.monotonic(), 1.0), interval=0.2)
+    return versions, counts

@@ -1,0 +1,184 @@
+"""The remote environment node inside SEED's program (test_mt, real Reverb,
+real client processes on loopback): well-formed items with policy versions
+from Python and Node.js clients, a killed client's episode truncated, and the
+learner learning from remote episodes."""
+
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents import seed
+from repertory.agents.impala import program as impala_program
+from repertory.remote import options as options_lib
+
+TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
+            hidden_sizes=(16,), learner_log_every=1)
+TOKEN = 'program-test-token'
+T = TINY['unroll_length']
+
+
+def _program(tmp_path, config=None, **kwargs):
+  values = dict(agent='seed', env='remote:catch', num_actors=1,
+                envs_per_actor=1, max_actor_steps=10_000_000,
+                eval_episodes=2, logdir=str(tmp_path),
+                launch_type='test_mt', progress_every_seconds=0.5)
+  values.update(kwargs)
+  experiment = experiment_lib.ExperimentConfig(**values)
+  options = options_lib.RemoteOptions(
+      token_value=TOKEN, address_file=str(tmp_path / 'remote' / 'address'))
+  program = seed.make_program(config or seed.Config(**TINY), experiment,
+                              remote_options=options)
+  return program, options.address_file
+
+
+def _read_all(client, table):
+  size = client.server_info()[table].current_size
+  if size == 0:
+    return []
+  return [s.data for s in client.sample(
+      table, size, emit_timesteps=False, unpack_as_table_signature=True)]
+
+
+def _wait(predicate, what, timeout=120):
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    if predicate():
+      return
+    time.sleep(0.1)
+  raise TimeoutError(f'waited {timeout} s for {what}')
+
+
+def test_program_shape(tmp_path):
+  program, _ = _program(tmp_path)
+  assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
+                                 'actor'}
+  (learner_unit,) = program.groups['learner']
+  assert len(learner_unit.nodes) == 1  # No in-process inference server.
+  assert len(program.groups['actor']) == 1  # The remote environment node.
+
+
+def test_items_are_well_formed_and_a_killed_client_is_truncated(tmp_path,
+                                                               clients):
+  program, address_file = _program(tmp_path)
+  learner_node = program.groups['learner'][0].nodes[0]
+  learner_node.disable_run()
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  try:
+    node = program.groups['actor'][0].create_handle().dereference()
+    replay = program.groups['replay'][0].create_handle().dereference()
+    # 1. Four whole episodes (slot 0): 40 timesteps.
+    result = clients.summary(clients.python_client(
+        address_file, TOKEN, '--episodes=4', '--seconds=120'))
+    assert result['episodes'] == 4 and result['actions'] == 40
+    # 2. A client killed (SIGKILL) after 3 steps of its episode: FIRST + 3
+    #    timesteps, then the service's truncation step.
+    killed = clients.python_client(address_file, TOKEN, '--hold_after=3',
+                                    '--seconds=120')
+    assert killed.stdout.readline().strip() == 'HOLDING'
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(timeout=30)
+    _wait(lambda: node.stats()['truncated_by_disconnect'] == 1,
+          'the killed session to be truncated')
+    assert node.stats()['open_episodes'] == 0
+    # 3. Two more episodes on the same slot push the truncation into items.
+    result = clients.summary(clients.python_client(
+        address_file, TOKEN, '--episodes=2', '--seconds=120'))
+    assert result['episodes'] == 2
+    timesteps = 40 + 4 + 1 + 20
+    expected_items = (timesteps - 1) // T
+    _wait(lambda: replay.server_info()[impala_program.TABLE].current_size
+          >= expected_items, f'{expected_items} items')
+    items = _read_all(replay, impala_program.TABLE)
+    assert len(items) == expected_items
+    truncations = 0
+    previous_last = None
+    for item in items:
+      assert item['observation'].shape == (T + 1, 10, 5)
+      assert item['observation'].dtype == np.float32
+      assert item['action'].shape == (T + 1,)
+      assert set(np.unique(item['action'][:-1])) <= {0, 1, 2}
+      assert item['extras']['logits'].shape == (T + 1, 3)
+      assert np.all(np.isfinite(item['extras']['logits']))
+      assert set(np.unique(item['step_type'])) <= {0, 1, 2}
+      assert int(item['policy_version']) == 0  # The learner never stepped.
+      if previous_last is not None:  # Unrolls overlap by one timestep.
+        np.testing.assert_array_equal(item['observation'][0], previous_last)
+      previous_last = item['observation'][-1]
+      for t in range(1, T + 1):
+        if item['step_type'][t] == 2 and item['discount'][t] == 1.0:
+          truncations += 1
+          assert item['reward'][t] == 0.0
+          np.testing.assert_array_equal(item['observation'][t],
+                                        item['observation'][t - 1])
+        if item['step_type'][t] == 2 and item['discount'][t] == 0.0:
+          assert abs(item['reward'][t]) == 1.0  # Catch's final reward.
+        if item['step_type'][t - 1] == 2:
+          assert item['step_type'][t] == 0  # A new episode follows an end.
+    assert truncations == 1
+  finally:
+    launched.stop(timeout=60)
+
+
+def _start(clients, kind, address_file, *args):
+  if kind == 'node':
+    clients.require_node()
+    return clients.node_client(address_file, TOKEN, *args)
+  return clients.python_client(address_file, TOKEN, *args)
+
+
+@pytest.mark.parametrize('kind', ['python', 'node'])
+def test_learner_learns_from_client_processes(tmp_path, clients, kind):
+  if kind == 'node':
+    clients.require_node()
+  program, address_file = _program(tmp_path, max_actor_steps=1_000)
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  concurrency = '--threads=2' if kind == 'python' else '--concurrent=2'
+  processes = [_start(clients, kind, address_file, '--seconds=300',
+                      concurrency, f'--seed={i}') for i in range(2)]
+  try:
+    assert launched.wait(timeout=280)
+  finally:
+    for process in processes:
+      if process.poll() is None:
+        process.kill()
+      process.wait(timeout=30)
+    launched.stop(timeout=60)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['env'] == 'remote:catch'
+  assert results['actor_steps'] >= 1_000  # Counted from remote steps only.
+  assert results['learner_steps'] >= 1
+  assert results['policy_lag_mean'] is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('kind', ['python', 'node'])
+def test_remote_clients_solve_catch(tmp_path, clients, kind):
+  """Four client processes x 4 episodes each; evaluated on local catch."""
+  program, address_file = _program(
+      tmp_path, max_actor_steps=200_000, stop_at_return=0.9,
+      eval_episodes=20, launch_type='local_mt', progress_every_seconds=5.0)
+  launched = launch.launch(program, launch_type='local_mt',
+                           termination_notice_secs=5, block=False)
+  concurrency = '--threads=4' if kind == 'python' else '--concurrent=4'
+  processes = [_start(clients, kind, address_file, '--seconds=600',
+                      concurrency, f'--seed={i}') for i in range(4)]
+  try:
+    assert launched.wait(timeout=600)
+  finally:
+    for process in processes:
+      if process.poll() is None:
+        process.kill()
+      process.wait(timeout=30)
+    launched.stop(timeout=60)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['eval_return_mean'] >= 0.9, results
