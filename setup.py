@@ -41,6 +41,9 @@ EXTRAS_REQUIRE = {
     'envs': ['bsuite==0.3.6', 'gymnasium==1.4.0', 'minatar==1.0.15'],
     'envpool': ['envpool==1.2.5'],
     'plot': ['matplotlib'],
+    # N-player games (OpenSpiel, PettingZoo; pygame: PettingZoo's classic
+    # games import it).
+    'games': ['open-spiel==2.0.2', 'pettingzoo==1.27.0', 'pygame==2.6.1'],
     # Side-by-side benchmarks only (benchmarks/sb3_side_by_side.py); never
     # imported by repertory.
     'bench': ['stable-baselines3==2.9.2'],
@@ -56,6 +59,7 @@ else:
       'tensorflow[and-cuda]' + _TF_VERSION + '; python_version < "0"']
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +
+        EXTRAS_REQUIRE['games'] +
         ['pytest', 'pytest-xdist', 'pytest-timeout']))
 
 setuptools.setup(

@@ -16,6 +16,7 @@ AGENTS = {
     'apex': 'repertory.agents.apex',
     'ppo': 'repertory.agents.ppo',
     'a3c': 'repertory.agents.a3c',
+    'selfplay': 'repertory.agents.selfplay',
 }
 
 

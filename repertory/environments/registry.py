@@ -31,6 +31,10 @@ SPEC_FORMS = (
     "'atari:<Game>' (e.g. 'atari:Pong'; pip install 'repertory[envpool]')",
     "'envpool:<task>' (e.g. 'envpool:CartPole-v1'; "
     "pip install 'repertory[envpool]')",
+    "'openspiel:<game>' (N players, e.g. 'openspiel:kuhn_poker'; "
+    "pip install 'repertory[games]')",
+    "'pettingzoo:<family>.<game>[/parallel]' (N players, e.g. "
+    "'pettingzoo:classic.tictactoe_v3'; pip install 'repertory[games]')",
     "'remote:<spec>' (remote clients play; <spec> gives the specs, e.g. "
     "'remote:catch'; docs/remote.md)",
 )
@@ -42,6 +46,8 @@ _SUITE_REQUIREMENTS = {
     'minatar': ('minatar', 'repertory[envs]'),
     'atari': ('envpool', 'repertory[envpool]'),
     'envpool': ('envpool', 'repertory[envpool]'),
+    'openspiel': ('pyspiel', 'repertory[games]'),
+    'pettingzoo': ('pettingzoo', 'repertory[games]'),
 }
 
 # Factories registered by users: exact names, and prefixes ending in ':'.
@@ -233,12 +239,24 @@ def _make_envpool(spec: str, task: str, seed, **kwargs):
   return envpool_adapter.EnvPoolEnvironment(task, seed=seed, **kwargs)
 
 
+def _make_multiagent(spec: str, rest: str, seed, **kwargs):
+  from repertory.environments import multiagent  # pylint: disable=g-import-not-at-top
+  make_game = (multiagent.make_openspiel if spec.startswith('openspiel:')
+               else multiagent.make_pettingzoo)
+  try:
+    return make_game(rest, seed=seed, **kwargs)
+  except ValueError as e:
+    raise _unknown(spec, str(e).rstrip('.')) from None
+
+
 _SUITES = {
     'bsuite': _make_bsuite,
     'gym': _make_gym,
     'minatar': _make_minatar,
     'atari': _make_atari,
     'envpool': _make_envpool,
+    'openspiel': _make_multiagent,
+    'pettingzoo': _make_multiagent,
 }
 
 

@@ -120,8 +120,10 @@ def step_signature(environment_spec,
   sig = {
       'observation': nest_spec(env.observations, time_prefix),
       'action': nest_spec(env.actions, time_prefix),
-      'reward': tf.TensorSpec(tuple(time_prefix), tf.float32),
-      'discount': tf.TensorSpec(tuple(time_prefix), tf.float32),
+      'reward': tf.TensorSpec(tuple(time_prefix) + value_shape(env.rewards),
+                              tf.float32),
+      'discount': tf.TensorSpec(
+          tuple(time_prefix) + value_shape(env.discounts), tf.float32),
       'step_type': tf.TensorSpec(tuple(time_prefix), tf.int32),
       'extras': nest_spec(extras_spec, time_prefix),
       'policy_version': tf.TensorSpec((), tf.int64),
@@ -130,6 +132,36 @@ def step_signature(environment_spec,
   if core_state_spec is not None:
     sig['core_state'] = nest_spec(core_state_spec)
   return sig
+
+
+def value_shape(spec: Any) -> tuple:
+  """The shape of a reward or discount spec (`()` for None: scalars)."""
+  if spec is None:
+    return ()
+  return _leaf_shape_dtype(spec)[0]
+
+
+def as_value(value: Any, default: float, shape: Optional[tuple], what: str,
+             owner: str) -> np.ndarray:
+  """A reward or discount as float32 of `shape` (`default` for None).
+
+  `shape=None` accepts any shape (the caller learns it from the first value).
+  A value of another shape is refused with one line naming both shapes.
+  """
+  if value is None:
+    return np.full(() if shape is None else shape, default, REWARD_DTYPE)
+  try:
+    array = np.asarray(value, REWARD_DTYPE)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f'{owner}: the {what} {value!r} is not numeric ({e}).'
+                     ) from None
+  if shape is not None and array.shape != tuple(shape):
+    raise ValueError(
+        f'{owner}: a {what} of shape {array.shape}, but this adder writes '
+        f'{what}s of shape {tuple(shape)} (from the environment\'s '
+        f'{what}_spec, or the first {what} it saw); build the adder and the '
+        'table signature from the environment spec that produces them.')
+  return array
 
 
 _FLUSH_POLL_MS = 500

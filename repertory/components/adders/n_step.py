@@ -38,8 +38,8 @@ def n_step_transition_signature(environment_spec, extras_spec=()):
   return {
       'observation': base.nest_spec(env.observations),
       'action': base.nest_spec(env.actions),
-      'reward': tf.TensorSpec((), tf.float32),
-      'discount': tf.TensorSpec((), tf.float32),
+      'reward': tf.TensorSpec(base.value_shape(env.rewards), tf.float32),
+      'discount': tf.TensorSpec(base.value_shape(env.discounts), tf.float32),
       'next_observation': base.nest_spec(env.observations),
       'extras': base.nest_spec(extras_spec),
       'policy_version': tf.TensorSpec((), tf.int64),
@@ -94,6 +94,7 @@ class NStepTransitionAdder(base.ReverbAdder):
     self._steps = 0  # observations appended this episode.
     self._zero_outputs = None
     self._rows = 0  # writer steps appended this episode (incl. tail rows).
+    self._shapes = (None, None)  # reward and discount shapes, once seen.
 
   def add_first(self, timestep: dm_env.TimeStep) -> None:
     if self._observation is not None:
@@ -107,11 +108,11 @@ class NStepTransitionAdder(base.ReverbAdder):
 
   def _return(self, transitions):
     """(R, D) over a sequence of (reward, discount) pairs."""
-    ret, disc = 0.0, 1.0
+    ret, disc = np.zeros(self._shapes[0]), np.ones(self._shapes[1])
     for r, d in transitions:
-      ret += disc * r
-      disc *= self._gamma * d
-    return base.REWARD_DTYPE(ret), base.REWARD_DTYPE(disc)
+      ret = ret + disc * r
+      disc = disc * self._gamma * d
+    return ret.astype(base.REWARD_DTYPE), disc.astype(base.REWARD_DTYPE)
 
   def add(self,
           action: core.Nest,
@@ -123,12 +124,16 @@ class NStepTransitionAdder(base.ReverbAdder):
     if self._zero_outputs is None:
       self._zero_outputs = tree.map_structure(
           lambda x: np.zeros_like(np.asarray(x)), outputs)
+    # Rewards and discounts follow the environment's specs (scalars or
+    # arrays, e.g. one per player); their shapes are fixed by the first.
+    reward = base.as_value(next_timestep.reward, 0.0, self._shapes[0],
+                           'reward', type(self).__name__)
+    discount = base.as_value(next_timestep.discount, 1.0, self._shapes[1],
+                             'discount', type(self).__name__)
+    if self._shapes[0] is None:
+      self._shapes = (reward.shape, discount.shape)
     # Row for o_t: it closes the item that started n steps earlier.
     self._append_observation(self._observation, outputs)
-    reward = 0.0 if next_timestep.reward is None else float(
-        next_timestep.reward)
-    discount = 1.0 if next_timestep.discount is None else float(
-        next_timestep.discount)
     self._transitions.append((reward, discount))
     if next_timestep.last():
       self._append_observation(next_timestep.observation, self._zero_outputs)
@@ -142,7 +147,8 @@ class NStepTransitionAdder(base.ReverbAdder):
   def _append_observation(self, observation, outputs) -> None:
     full = self._steps >= self._n
     ret, disc = (self._return(self._transitions) if full else
-                 (base.REWARD_DTYPE(0), base.REWARD_DTYPE(0)))
+                 (np.zeros(self._shapes[0], base.REWARD_DTYPE),
+                  np.zeros(self._shapes[1], base.REWARD_DTYPE)))
     step = dict(outputs)
     step['observation'] = observation
     step['policy_version'] = self._policy_version

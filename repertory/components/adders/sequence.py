@@ -165,8 +165,8 @@ class StepAdder(base.ReverbAdder):
     step = dict(outputs)
     step['observation'] = observation
     step['step_type'] = step_type
-    step['reward'] = base.REWARD_DTYPE(0.0 if reward is None else reward)
-    step['discount'] = base.REWARD_DTYPE(1.0 if discount is None else discount)
+    step['reward'] = self._value(reward, 0.0, 'reward')
+    step['discount'] = self._value(discount, 1.0, 'discount')
     step['policy_version'] = self._policy_version
     step['actor_id'] = self._actor_id
     try:
@@ -182,6 +182,17 @@ class StepAdder(base.ReverbAdder):
 
   def _on_step_appended(self, step_type) -> None:
     pass
+
+  def _value(self, value, default: float, what: str) -> np.ndarray:
+    """A reward or discount in the shape of the environment's spec (that of
+    the first one seen); the adders' own padding (a Python 0.0) fills it."""
+    shapes = self.__dict__.setdefault('_value_shapes', {})
+    if type(value) is float and shapes.get(what):  # pylint: disable=unidiomatic-typecheck
+      value = np.full(shapes[what], value)
+    array = base.as_value(value, default, shapes.get(what), what,
+                          type(self).__name__)
+    shapes.setdefault(what, array.shape)
+    return array
 
   def _item(self, length: int):
     """An item over the last `length` steps (state etc. from the first)."""

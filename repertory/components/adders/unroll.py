@@ -180,8 +180,14 @@ class UnrollAdder(base.ReverbAdder):
     self._extras = None
     self._state0 = None
     self._version0 = base.VERSION_DTYPE(0)
-    self._reward = np.zeros(self._shape, base.REWARD_DTYPE)
-    self._discount = np.zeros(self._shape, base.REWARD_DTYPE)
+    # Rewards and discounts take the environment's specs (default scalars).
+    self._value_shapes = (
+        base.value_shape(self._env_spec.rewards if self._env_spec else None),
+        base.value_shape(self._env_spec.discounts if self._env_spec else None))
+    self._reward = np.zeros(self._shape + self._value_shapes[0],
+                            base.REWARD_DTYPE)
+    self._discount = np.zeros(self._shape + self._value_shapes[1],
+                              base.REWARD_DTYPE)
     self._step_type = np.zeros(self._shape, base.STEP_TYPE_DTYPE)
     self._flat_sources = None  # `_step_sources()`, flattened.
 
@@ -205,14 +211,21 @@ class UnrollAdder(base.ReverbAdder):
 
   def _put_timestep(self, t: int, timestep: dm_env.TimeStep) -> None:
     self._step_type[:, t] = timestep.step_type
-    if timestep.reward is None:
-      self._reward[:, t] = 0.0
-    else:
-      self._reward[:, t] = timestep.reward
-    if timestep.discount is None:
-      self._discount[:, t] = 1.0
-    else:
-      self._discount[:, t] = timestep.discount
+    for buffer, value, default, what, shape in (
+        (self._reward, timestep.reward, 0.0, 'reward', self._value_shapes[0]),
+        (self._discount, timestep.discount, 1.0, 'discount',
+         self._value_shapes[1])):
+      if value is None:
+        buffer[:, t] = default
+      elif np.shape(value) not in ((self._N,) + shape, shape):
+        raise ValueError(
+            f'UnrollAdder(num_envs={self._N}): a {what} of shape '
+            f'{np.shape(value)}, expected {(self._N,) + shape} (the '
+            f'environment\'s {what}_spec {shape} for each of the {self._N} '
+            'environments); pass environment_spec= for non-scalar '
+            f'{what}s.')
+      else:
+        buffer[:, t] = value
     obs = timestep.observation
     if isinstance(obs, np.ndarray):
       self._obs_flat[0][:, t] = obs

@@ -1,0 +1,98 @@
+r"""Connect Four: train the selfplay agent, then play it against a random
+player and OpenSpiel's MCTS bot as first and as second player.
+
+  python benchmarks/selfplay_connect_four.py --seconds=420 --out=/tmp/c4 \
+      --games=200 --mcts_simulations=100
+
+Training runs `python -m repertory.run --agent=selfplay` (local_mt) for
+`--seconds`; rerunning with the same --out continues the same run and league
+(train in chunks). `--train=false` only plays. Results (the tables of
+`repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
+go to `<out>/connect_four.json`.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+_SECONDS = flags.DEFINE_float('seconds', 420, 'Training wall time (this chunk).')
+_OUT = flags.DEFINE_string('out', '/tmp/selfplay_c4', 'Run directory.')
+_TRAIN = flags.DEFINE_bool('train', True, 'Train a chunk first.')
+_GAMES = flags.DEFINE_integer('games', 200, 'Games per seat and opponent.')
+_MCTS = flags.DEFINE_integer('mcts_simulations', 100, 'MCTS simulations.')
+_MATCHMAKING = flags.DEFINE_string('matchmaking', 'pfsp', 'Matchmaking rule.')
+_CONFIG = flags.DEFINE_multi_string('config', [], 'Extra k=v agent settings.')
+_ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
+_OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
+                               'play after training.')
+
+
+def train(logdir: str) -> None:
+  command = [sys.executable, '-m', 'repertory.run', '--agent=selfplay',
+             '--env=openspiel:connect_four', '--lp_launch_type=local_mt',
+             '--num_actors=1', f'--envs_per_actor={_ENVS.value}',
+             '--max_actor_steps=1000000000000', '--stop_at_return=never',
+             f'--logdir={logdir}', f'--config.matchmaking={_MATCHMAKING.value}',
+             '--config.max_player_steps=21'] + [
+                 f'--config.{c}' for c in _CONFIG.value]
+  print(' '.join(command), flush=True)
+  process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  time.sleep(_SECONDS.value)
+  process.send_signal(signal.SIGINT)
+  try:
+    process.wait(timeout=90)
+  except subprocess.TimeoutExpired:
+    process.kill()
+
+
+def play(logdir: str, opponent: str) -> dict:
+  path = os.path.join(logdir, f'play_{opponent.replace(":", "_")}.json')
+  command = [sys.executable, '-m', 'repertory.play',
+             '--env=openspiel:connect_four', f'--players=run:{logdir},{opponent}',
+             f'--games={_GAMES.value}', f'--json={path}']
+  begin = time.time()
+  out = subprocess.run(command, capture_output=True, text=True, check=True)
+  print(out.stdout, flush=True)
+  with open(path) as f:
+    result = json.load(f)
+  result['seconds'] = time.time() - begin
+  return result
+
+
+def main(argv):
+  del argv
+  logdir = os.path.abspath(_OUT.value)
+  if _TRAIN.value:
+    train(logdir)
+  results = {'loadavg': open('/proc/loadavg').read().split()[:3]}
+  with open(os.path.join(logdir, 'counts.json')) as f:
+    results['counts'] = json.load(f)
+  with open(os.path.join(logdir, 'progress.csv')) as f:
+    header, *rows = [line.strip().split(',') for line in f if line.strip()]
+  results['progress_last'] = dict(zip(header, rows[-1])) if rows else {}
+  with open(os.path.join(logdir, 'league', 'league.json')) as f:
+    league = json.load(f)
+  results['snapshots'] = [
+      {'id': p['id'], 'step': p['step'], 'elo': league['elo'].get(p['id'])}
+      for p in league['players']]
+  results['main_elo'] = league['elo'].get('main')
+  for name in _OPPONENTS.value:
+    opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
+    results[opponent] = play(logdir, opponent)
+  with open(os.path.join(logdir, 'connect_four.json'), 'w') as f:
+    json.dump(results, f, indent=1)
+  print(json.dumps({k: v for k, v in results.items() if k != 'snapshots'},
+                   indent=1))
+  print('Elo of snapshots (every 5th):',
+        [(s['step'], round(s['elo'] or 0)) for s in results['snapshots'][::5]])
+
+
+if __name__ == '__main__':
+  app.run(main)

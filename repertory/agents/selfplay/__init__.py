@@ -1,0 +1,15 @@
+"""Self-play against a league of past selves: naive self-play (`latest`),
+fictitious self-play (`uniform`) and AlphaStar's prioritized fictitious
+self-play (`pfsp`), on N-player games (`openspiel:`, `pettingzoo:` specs).
+
+  python -m repertory.run --agent=selfplay --env=openspiel:kuhn_poker \
+      --config.matchmaking=pfsp
+"""
+
+from repertory.agents.selfplay.config import Config
+
+
+def make_program(config, experiment):
+  """Builds the self-play program graph; see `program.make_program`."""
+  from repertory.agents.selfplay import program  # pylint: disable=g-import-not-at-top
+  return program.make_program(config, experiment)

@@ -1,0 +1,289 @@
+"""Self-play actors: many games side by side, each against an opponent the
+league picked for that episode.
+
+Per game: the league's `sample_opponents` gives (opponent id, version) and
+the actor takes a seat at random. Against a frozen snapshot the actor's
+seat plays the learner's latest weights and only that seat's trajectory is
+written; against the live learner itself (naive self-play) every seat
+plays and learns. Opponent weights are fetched from the league once per
+snapshot id (`MLPPolicy`, numpy: one call per distinct policy per step over
+all games that need it).
+
+Each learning seat writes ITS OWN trajectory through a `SequenceAdder`
+(zero-padded to `max_player_steps + 1`, one item per game): its
+observations at its own turns, its actions and their log-probabilities, the
+rewards it received between its turns, and the policy version. Finished
+games go to the league (payoffs, Elo), to the run monitor (the learning
+seat's return) and, one line per game, to `<logdir>/games/actor_<i>.csv`
+(opponent id and version, seat, learner version, return, score).
+"""
+
+import collections
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+import dm_env
+import numpy as np
+
+from repertory import core
+from repertory import environments
+from repertory import launch
+from repertory.agents.selfplay import config as config_lib
+from repertory.components import adders
+from repertory.components import league as league_lib
+from repertory.components import variables
+from repertory.components.evaluation import episodes
+from repertory.environments import multiagent
+
+_MAX_CACHED_OPPONENTS = 64
+_LEARNER = '<learner>'
+
+
+class _Seat:
+  """One learning seat of one game: its adder and what it owes the adder."""
+
+  def __init__(self, adder):
+    self.adder = adder
+    self.action = None      # The seat's last action, not yet added.
+    self.log_prob = None
+    self.reward = 0.0       # Its rewards since its last turn.
+
+  def act(self, view, action, log_prob, version) -> None:
+    step = (dm_env.StepType.FIRST if self.action is None
+            else dm_env.StepType.MID)
+    self._add(step, view, 1.0)
+    self.adder.set_policy_version(version)
+    self.action, self.log_prob = action, log_prob
+
+  def end(self, view) -> None:
+    if self.action is not None:
+      self._add(dm_env.StepType.LAST, view, 0.0)
+    self.action, self.reward = None, 0.0
+
+  def _add(self, step_type, view, discount) -> None:
+    if step_type == dm_env.StepType.FIRST:
+      self.adder.add_first(dm_env.TimeStep(step_type, None, None, view))
+    else:
+      self.adder.add(np.int32(self.action), dm_env.TimeStep(
+          step_type, np.float32(self.reward), np.float32(discount), view),
+          extras={'log_prob': np.float32(self.log_prob)})
+    self.reward = 0.0
+
+
+class SelfPlayActor(core.Worker):
+  """Plays `num_games` games side by side until the program stops (one
+  policy call per distinct policy and step over all of them)."""
+
+  def __init__(self, config: config_lib.Config, env: Any, num_games: int,
+               max_player_steps: int, actor_id: int, seed: int, learner: Any,
+               league: Any,
+               replay: Any, counter: Any = None, monitor: Any = None,
+               logdir: Optional[str] = None, role: str = 'main'):
+    self._config, self._league, self._role = config, league, role
+    self._actor_id = actor_id
+    self._rng = np.random.default_rng(seed)
+    self._games = [environments.make(env, seed=seed + i)
+                   for i in range(num_games)]
+    if not isinstance(self._games[0], multiagent.MultiAgentEnvironment):
+      raise ValueError(f'The selfplay agent plays N-player games '
+                       f'(openspiel:..., pettingzoo:...); {env!r} is a '
+                       'single-agent environment.')
+    self._n = self._games[0].num_players
+    length = max_player_steps + 1
+    self._seats = [[_Seat(adders.SequenceAdder(
+        replay, config_lib.TABLE, length, period=length,
+        end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
+        actor_id=actor_id)) for _ in range(self._n)] for _ in self._games]
+    self._client = variables.VariableClient(
+        learner, config_lib.POLICY,
+        update_period=config.variable_update_period)
+    self._opponent_cache: 'collections.OrderedDict[str, Any]' = (
+        collections.OrderedDict())
+    self._queue: List[Tuple[str, int]] = []  # Sampled opponents, unused.
+    self._reporter = episodes.ActorReporter(counter, monitor,
+                                            min_interval_s=0.5)
+    self._counter = counter
+    self._results: List[Tuple[str, str, float]] = []
+    self._log = None
+    if logdir:
+      os.makedirs(os.path.join(logdir, 'games'), exist_ok=True)
+      path = os.path.join(logdir, 'games', f'actor_{actor_id}.csv')
+      new = not os.path.exists(path)
+      self._log = open(path, 'a', buffering=1 << 16)  # pylint: disable=consider-using-with
+      if new:
+        self._log.write('opponent,opponent_version,seat,learner_version,'
+                        'return,score\n')
+    # Per game: timestep, opponent (id, version), the learner's seats.
+    self._timesteps: List[Optional[dm_env.TimeStep]] = [None] * len(self._games)
+    self._opponents: List[Tuple[str, int]] = [('', 0)] * len(self._games)
+    self._learning: List[List[int]] = [[] for _ in self._games]
+    self._versions = [0] * len(self._games)
+    self._totals = [np.zeros(self._n) for _ in self._games]
+    self.steps = 0
+    self.games_played = 0
+
+  # --- opponents ---------------------------------------------------------------
+
+  def _next_opponent(self) -> Tuple[str, int]:
+    if not self._queue:
+      self._queue = list(self._league.sample_opponents(
+          self._role, len(self._games)))[::-1]
+    return self._queue.pop()
+
+  def _opponent_policy(self, opponent: str) -> Any:
+    policy = self._opponent_cache.get(opponent)
+    if policy is None:
+      _, weights = self._league.get_weights(opponent)
+      policy = league_lib.MLPPolicy(weights)
+      self._opponent_cache[opponent] = policy
+      if len(self._opponent_cache) > _MAX_CACHED_OPPONENTS:
+        self._opponent_cache.popitem(last=False)
+    else:
+      self._opponent_cache.move_to_end(opponent)
+    return policy
+
+  def _start(self, i: int) -> None:
+    opponent = self._next_opponent()
+    self._opponents[i] = opponent
+    if opponent[1] == league_lib.LIVE_VERSION:  # Itself: every seat learns.
+      self._learning[i] = list(range(self._n))
+    else:
+      self._learning[i] = [int(self._rng.integers(self._n))]
+      self._opponent_policy(opponent[0])  # Fetched before the game starts.
+    self._versions[i] = self._client.version
+    self._totals[i] = np.zeros(self._n)
+    self._timesteps[i] = self._games[i].reset()
+
+  # --- the loop ----------------------------------------------------------------
+
+  def run(self, num_steps: Optional[int] = None) -> None:
+    """Plays until the program stops (or for `num_steps` more steps)."""
+    stop = launch.stop_event() if num_steps is None else None
+    try:
+      self._client.update(wait=True)
+      self._learner = league_lib.MLPPolicy(self._client.params)
+      self._learner_version = self._client.version
+      for i, timestep in enumerate(self._timesteps):
+        if timestep is None:
+          self._start(i)
+      end = None if num_steps is None else self.steps + num_steps
+      while (stop is None or not stop.is_set()) and (end is None or
+                                                     self.steps < end):
+        self._step()
+    except Exception:  # pylint: disable=broad-except
+      if stop is None or not stop.is_set():
+        raise  # Reverb or the learner going away while stopping is expected.
+    finally:
+      if num_steps is None:
+        self.close()
+      else:
+        self._flush_reports()
+
+  def _step(self) -> None:
+    """One move in every game: one policy call per distinct policy."""
+    requests: Dict[str, List[Tuple[int, int]]] = collections.defaultdict(list)
+    for i, timestep in enumerate(self._timesteps):
+      current = int(timestep.observation[multiagent.CURRENT_PLAYER])
+      players = range(self._n) if current == multiagent.SIMULTANEOUS else [
+          current]
+      for p in players:
+        key = (_LEARNER if p in self._learning[i] else self._opponents[i][0])
+        requests[key].append((i, p))
+    actions = np.zeros((len(self._games), self._n), np.int64)
+    for key, games in requests.items():
+      policy = (self._learner if key == _LEARNER
+                else self._opponent_policy(key))
+      obs = np.stack([self._timesteps[i].observation['observation'][p]
+                      for i, p in games])
+      legal = np.stack([self._timesteps[i].observation['legal_actions'][p]
+                        for i, p in games])
+      chosen, log_probs = policy.act(
+          obs, legal, self._rng,
+          epsilon=self._config.exploration if key == _LEARNER else 0.0)
+      for (i, p), action, log_prob in zip(games, chosen, log_probs):
+        actions[i, p] = action
+        if key == _LEARNER:
+          self._seats[i][p].act(
+              multiagent.player_view(self._timesteps[i], p), action,
+              log_prob, self._learner_version)
+    for i, game in enumerate(self._games):
+      timestep = game.step(actions[i])
+      self._totals[i] += timestep.reward
+      for p in self._learning[i]:
+        self._seats[i][p].reward += float(timestep.reward[p])
+      self._timesteps[i] = timestep
+      if timestep.last():
+        self._finish(i)
+    self.steps += len(self._games)
+    self._reporter.report(len(self._games), [], [])
+    self._client.update()
+    if self._client.version != self._learner_version:
+      self._learner = league_lib.MLPPolicy(self._client.params)
+      self._learner_version = self._client.version
+
+  def _finish(self, i: int) -> None:
+    timestep = self._timesteps[i]
+    for p in self._learning[i]:
+      self._seats[i][p].end(multiagent.player_view(timestep, p))
+    opponent, version = self._opponents[i]
+    totals = self._totals[i]
+    if version == league_lib.LIVE_VERSION:
+      seat = 0
+      self._results.append((self._role, self._role, 0.5))
+    else:
+      seat = self._learning[i][0]
+      others = np.delete(totals, seat)
+      score = league_lib.score_from_returns(totals[seat], float(np.max(others)))
+      self._results.append((self._role, opponent, score))
+      self._reporter.report(0, [float(totals[seat])], [])
+    if self._log is not None:
+      score = self._results[-1][2]
+      self._log.write(f'{opponent},{version},{seat},{self._versions[i]},'
+                      f'{totals[seat]:g},{score:g}\n')
+    self.games_played += 1
+    if len(self._results) >= self._config.report_every_games:
+      self._flush_reports()
+    self._start(i)
+
+  def _flush_reports(self) -> None:
+    if self._results:
+      self._league.futures.report(self._results)
+      if self._counter is not None:
+        self._counter.futures.increment(games=len(self._results))
+      self._results = []
+    self._reporter.flush()
+
+  def close(self) -> None:
+    self._flush_reports()
+    if self._log is not None:
+      self._log.close()
+    self._client.close()
+    for game in self._games:
+      game.close()
+
+
+class EvalActor(core.Actor):
+  """Acts with the learner's latest weights on one player's view (for the
+  run monitor's evaluation against a fixed opponent)."""
+
+  def __init__(self, learner: Any, greedy: bool = False, seed: int = 0):
+    self._client = variables.VariableClient(learner, config_lib.POLICY)
+    self._greedy = greedy
+    self._rng = np.random.default_rng(seed)
+    self._policy = None
+
+  def select_action(self, observation: Any) -> int:
+    action, _ = self._policy.act(observation['observation'][None],
+                                 observation['legal_actions'][None],
+                                 self._rng, self._greedy)
+    return int(action[0])
+
+  def observe_first(self, timestep: dm_env.TimeStep) -> None:
+    pass
+
+  def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    self._policy = league_lib.MLPPolicy(self._client.params)

@@ -1,0 +1,104 @@
+"""Self-play hyperparameters. Imports neither TensorFlow nor Reverb."""
+
+import dataclasses
+from typing import Optional, Tuple
+
+MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
+POLICY_LOSSES = ('neurd', 'a2c')
+
+
+@dataclasses.dataclass
+class Config:
+  """Self-play against a league of frozen snapshots (NeuRD or A2C learner).
+
+  Attributes:
+    matchmaking: how actors pick each episode's opponent: 'latest' (naive
+      self-play: the live policy plays every seat and every seat learns),
+      'uniform' (fictitious self-play over the pool), 'pfsp' (AlphaStar's
+      prioritized fictitious self-play, weight (1 - win rate)^2),
+      'pfsp_variance' (weight p (1 - p)).
+    policy_loss: 'neurd' (Neural Replicator Dynamics: every legal action's
+      logit follows its advantage under the Q critic) or 'a2c' (the sampled
+      action's log-probability times its advantage); see learning.py.
+    neurd_clip: NeuRD pushes no logit beyond ±this.
+    exploration: the learning seats play a uniformly random legal action
+      with this probability (so the critic learns every action's value).
+    batch_size: per-player trajectories per learner step.
+    learning_rate: Adam's learning rate.
+    discount: γ on top of the game's discount (1: episodic games).
+    entropy_cost: weight of the entropy bonus.
+    baseline_cost: weight of the critic's (Q) loss.
+    max_gradient_norm: gradients are clipped to this global norm.
+    hidden_sizes: widths of the MLP torso.
+    max_player_steps: the most moves one player makes in a game (items hold
+      this + 1 steps); None: the game's maximum length.
+    variable_update_period: actors fetch the learner's weights every this
+      many steps (non-blocking).
+    snapshot_every_steps: the league freezes the learner every this many
+      learner steps (None: by margin only).
+    snapshot_win_rate: ...or once its mean score against the pool since the
+      last snapshot reaches this (None: by schedule only).
+    min_games: games before the margin rule applies.
+    max_snapshots: pool size; the oldest leave beyond it (the first stays).
+    elo_k: Elo's k.
+    report_every_games: actors send finished games to the league in batches
+      of this many (per-game results, one call).
+    max_queue_size: trajectories the Reverb queue holds before actors block.
+    checkpoint_every_steps: learner checkpoints (network, optimizer, step,
+      version) into `<logdir>/checkpoints`; a rerun resumes from them, and
+      the league from `<logdir>/league`.
+    learner_log_every: learner metrics every this many steps.
+  """
+  matchmaking: str = 'latest'
+  policy_loss: str = 'neurd'
+  neurd_clip: float = 10.0
+  exploration: float = 0.1
+  batch_size: int = 64
+  learning_rate: float = 1e-3
+  discount: float = 1.0
+  entropy_cost: float = 0.0
+  baseline_cost: float = 0.5
+  max_gradient_norm: float = 10.0
+  hidden_sizes: Tuple[int, ...] = (64, 64)
+  max_player_steps: Optional[int] = None
+  variable_update_period: int = 4
+  snapshot_every_steps: Optional[int] = 200
+  snapshot_win_rate: Optional[float] = None
+  min_games: int = 200
+  max_snapshots: int = 1000
+  elo_k: float = 16.0
+  report_every_games: int = 64
+  max_queue_size: int = 512
+  checkpoint_every_steps: int = 500
+  learner_log_every: int = 50
+
+  def __post_init__(self):
+    if self.matchmaking not in MATCHMAKING:
+      raise ValueError(f'Config.matchmaking={self.matchmaking!r}; choose one '
+                       f'of {", ".join(MATCHMAKING)}.')
+    if self.policy_loss not in POLICY_LOSSES:
+      raise ValueError(f'Config.policy_loss={self.policy_loss!r}; choose one '
+                       f'of {", ".join(POLICY_LOSSES)}.')
+    for name in ('batch_size', 'variable_update_period',
+                 'report_every_games', 'checkpoint_every_steps',
+                 'learner_log_every', 'min_games'):
+      if getattr(self, name) < 1:
+        raise ValueError(f'Config.{name} must be >= 1, got '
+                         f'{getattr(self, name)}.')
+    if not 1 <= self.batch_size <= self.max_queue_size:
+      raise ValueError(f'Config.batch_size={self.batch_size} must be in '
+                       f'[1, max_queue_size={self.max_queue_size}].')
+    if not 0.0 <= self.exploration < 1.0:
+      raise ValueError(f'Config.exploration must be in [0, 1), got '
+                       f'{self.exploration}.')
+    if self.max_player_steps is not None and self.max_player_steps < 1:
+      raise ValueError(f'Config.max_player_steps must be >= 1 or None, got '
+                       f'{self.max_player_steps}.')
+    if self.snapshot_every_steps is None and self.snapshot_win_rate is None:
+      raise ValueError('Config: set snapshot_every_steps or '
+                       'snapshot_win_rate (or both), or the pool never grows.')
+    self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+
+
+TABLE = 'trajectories'  # The Reverb queue of per-player trajectories.
+POLICY = 'policy'       # The learner's variable group.

@@ -1,0 +1,110 @@
+"""The self-play program graph.
+
+ actor/i --SequenceAdder (per-player trajectories)--> replay (queue) --> learner
+   ^  ^-- opponents' weights, per snapshot id ---- league <-- snapshots --'
+   '----- the learner's weights (VariableClient) ------------------------'
+ actors --> league.report (payoffs, Elo)   counter, monitor (eval vs random)
+"""
+
+import contextlib
+import functools
+import os
+from typing import Any
+
+from repertory import environments
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents.selfplay import acting
+from repertory.agents.selfplay import config as config_lib
+from repertory.agents.selfplay import learning
+from repertory.agents.selfplay import networks as networks_lib
+from repertory.components import adders
+from repertory.components import league as league_lib
+from repertory.components import replay as replay_lib
+from repertory.components.evaluation import monitor as monitor_lib
+from repertory.environments import multiagent
+
+
+def game_specs(env: Any, config: config_lib.Config):
+  """(one player's spec, the most moves one player makes in a game)."""
+  with contextlib.closing(environments.make(env, seed=0)) as game:
+    if not isinstance(game, multiagent.MultiAgentEnvironment):
+      raise ValueError(
+          f'The selfplay agent plays N-player games (openspiel:<game>, '
+          f'pettingzoo:<family>.<game>); {env!r} is a single-agent '
+          'environment.')
+    if game.simultaneous:
+      raise ValueError(f'The selfplay agent plays turn-based games; {env!r} '
+                       'is simultaneous.')
+    steps = config.max_player_steps
+    if steps is None:
+      if not hasattr(game, 'game'):
+        raise ValueError(f'{env!r} does not say how long a game lasts: set '
+                         '--config.max_player_steps.')
+      steps = game.game.max_game_length()
+    return multiagent.player_spec(game), int(steps)
+
+
+def make_evaluation_environment(env: Any, seed: int):
+  """The learner's seat (alternating) against a uniformly random player."""
+  return multiagent.VersusEnvironment(
+      environments.make(env, seed=seed), multiagent.RandomOpponent(seed))
+
+
+def make_tables(config: config_lib.Config, spec: Any, length: int) -> list:
+  signature = adders.sequence_signature(
+      spec, length, extras_spec={'log_prob': spec.rewards})
+  return [replay_lib.queue_table(config_lib.TABLE, config.max_queue_size,
+                                 signature, batch_size=config.batch_size)]
+
+
+def make_program(config: config_lib.Config,
+                 experiment: experiment_lib.ExperimentConfig
+                 ) -> launch.Program:
+  """replay, counter, league, learner, monitor, actors."""
+  spec, max_player_steps = game_specs(experiment.env, config)
+  program = launch.Program('selfplay')
+  with program.group('replay'):
+    replay = program.add_node(launch.ReverbNode(functools.partial(
+        make_tables, config, spec, max_player_steps + 1)))
+  counter = experiment_lib.add_counter(program, experiment.logdir)
+  with program.group('league'):
+    league = program.add_node(launch.CourierNode(
+        league_lib.League, os.path.join(experiment.logdir, 'league'),
+        functools.partial(networks_lib.make_network, spec,
+                          config.hidden_sizes),
+        matchmaking=config.matchmaking,
+        snapshot_every_steps=config.snapshot_every_steps,
+        snapshot_win_rate=config.snapshot_win_rate,
+        min_games=config.min_games, max_snapshots=config.max_snapshots,
+        elo_k=config.elo_k, seed=experiment.seed))
+  with program.group('learner'):
+    learner = program.add_node(launch.CourierNode(
+        learning.SelfPlayLearner, config, spec, replay, counter, league,
+        experiment.logdir))
+  with program.group('monitor'):
+    monitor = program.add_node(launch.CourierNode(
+        monitor_lib.RunMonitor, counter=counter,
+        make_environment=functools.partial(make_evaluation_environment,
+                                           experiment.env,
+                                           experiment.eval_seed),
+        make_eval_actor=acting.EvalActor, variable_source=learner,
+        logdir=experiment.logdir, max_actor_steps=experiment.max_actor_steps,
+        stop_at_return=experiment.stop_at_return,
+        eval_episodes=experiment.eval_episodes,
+        metadata={'agent': experiment.agent,
+                  'env': experiment_lib.env_name(experiment.env),
+                  'launch_type': experiment.launch_type,
+                  'num_actors': experiment.num_actors,
+                  'matchmaking': config.matchmaking,
+                  'seed': experiment.seed},
+        replay=replay,
+        progress_every_seconds=experiment.progress_every_seconds))
+  with program.group('actor'):
+    for i in range(experiment.num_actors):
+      program.add_node(launch.PyClassNode(
+          acting.SelfPlayActor, config, experiment.env,
+          experiment.envs_per_actor, max_player_steps, i,
+          experiment.actor_seed(i) * 1000 + i, learner, league, replay,
+          counter, monitor, experiment.logdir))
+  return program

@@ -1,0 +1,21 @@
+"""The league: a pool of frozen policies on the model store, matchmaking
+(latest, uniform, PFSP), a payoff table and Elo ratings, and a numpy policy
+to play many frozen opponents at once.
+
+See `league.py` for the usage loop.
+"""
+
+from repertory.components.league.league import League
+from repertory.components.league.league import LIVE_VERSION
+from repertory.components.league.league import OPPONENT_ROLES
+from repertory.components.league.league import ROLES
+from repertory.components.league.league import snapshot_id
+from repertory.components.league.matchmaking import pfsp_weights
+from repertory.components.league.matchmaking import register as register_matchmaking
+from repertory.components.league.matchmaking import RULES as MATCHMAKING_RULES
+from repertory.components.league.policy import masked_logits
+from repertory.components.league.policy import MLPPolicy
+from repertory.components.league.ratings import Elo
+from repertory.components.league.ratings import elo_expected
+from repertory.components.league.ratings import PayoffTable
+from repertory.components.league.ratings import score_from_returns

@@ -1,0 +1,307 @@
+"""A league: a pool of frozen policies, matchmaking, payoffs and Elo.
+
+    league = League(logdir + '/league', make_network, matchmaking='pfsp',
+                    snapshot_every_steps=500, snapshot_win_rate=0.7)
+    league.maybe_add(weights, version, step)          # learner, periodically
+    [(opponent, version)] = league.sample_opponents('main', 1)  # actor
+    version, weights = league.get_weights(opponent)   # actor, once per id
+    league.report([('main', opponent, 1.0)])          # actor, per game
+    league.summary()                                  # Elo, win rates, sizes
+
+Players are learners ('main', 'exploiter', ...: live, their weights change)
+and frozen snapshots of them ('main@v120': the main agent's weights at
+policy version 120). Snapshots are added on a schedule (every
+`snapshot_every_steps` learner steps) or when the learner beats the pool by
+a margin (mean score >= `snapshot_win_rate` over at least `min_games`
+games since its last snapshot), as AlphaStar's league does. Opponents are
+sampled per episode by a `matchmaking` rule; a main agent meets every
+snapshot, an exploiter meets the main agent's snapshots (AlphaStar's main
+exploiters). Every finished game updates the payoff table and Elo.
+
+The snapshots' weights live in a `ModelStore` (tagged checkpoints, one tag
+per snapshot, outside the rotation) and the rest (players, payoffs,
+ratings) in `league.json`, both under `directory`: a League created again on
+the same directory continues the same league.
+"""
+
+import json
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from absl import logging
+import numpy as np
+
+from repertory.components.league import matchmaking as matchmaking_lib
+from repertory.components.league import ratings
+
+LIVE_VERSION = -1  # The version sample_opponents gives a live learner.
+ROLES = ('main', 'exploiter')
+# Whose snapshots each learner role meets.
+OPPONENT_ROLES = {'main': ('main', 'exploiter'), 'exploiter': ('main',)}
+
+
+def snapshot_id(role: str, version: int) -> str:
+  return f'{role}@v{int(version)}'
+
+
+class League:
+  """The pool, its matchmaking, payoff table and ratings (thread-safe).
+
+  Args:
+    directory: where the league lives (created if needed; continued if it
+      holds one).
+    make_network: builds the policy network (variables created) that the
+      model store saves snapshots from; None for a league without weights
+      storage (`add_player` then only records players).
+    matchmaking: a rule of `matchmaking.RULES` ('latest', 'uniform', 'pfsp',
+      'pfsp_variance').
+    latest_is_live: with 'latest', the opponent is the live learner itself
+      (naive self-play) rather than its newest snapshot.
+    snapshot_every_steps: add a snapshot once this many learner steps passed
+      since the learner's last one (None: never by schedule).
+    snapshot_win_rate: add one once the learner's mean score against the pool
+      since its last snapshot reaches this (None: never by margin).
+    min_games: games needed before the margin rule applies.
+    max_snapshots: the oldest snapshots (never the first) leave the pool
+      beyond this many (their weights stay tagged on disk).
+    elo_k: Elo's k.
+    seed: seed of the opponent sampler.
+    save_every_seconds: `league.json` is rewritten at most this often after
+      reports (always after a snapshot is added, and on `save()`).
+  """
+
+  def __init__(self, directory: str,
+               make_network: Optional[Callable[[], Any]] = None,
+               matchmaking: str = 'pfsp',
+               latest_is_live: bool = True,
+               snapshot_every_steps: Optional[int] = 1000,
+               snapshot_win_rate: Optional[float] = None,
+               min_games: int = 100,
+               max_snapshots: int = 1000,
+               elo_k: float = 16.0,
+               seed: int = 0,
+               save_every_seconds: float = 10.0):
+    self._rule_name = matchmaking
+    self._rule = matchmaking_lib.get(matchmaking)
+    if snapshot_every_steps is not None and snapshot_every_steps < 1:
+      raise ValueError(
+          f'snapshot_every_steps must be >= 1 or None, got '
+          f'{snapshot_every_steps}.')
+    if snapshot_win_rate is not None and not 0 < snapshot_win_rate <= 1:
+      raise ValueError(f'snapshot_win_rate must be in (0, 1] or None, got '
+                       f'{snapshot_win_rate}.')
+    if max_snapshots < 2:
+      raise ValueError(f'max_snapshots must be >= 2, got {max_snapshots}.')
+    self._directory = directory
+    self._latest_is_live = latest_is_live
+    self._every_steps = snapshot_every_steps
+    self._win_rate = snapshot_win_rate
+    self._min_games = min_games
+    self._max_snapshots = max_snapshots
+    self._rng = np.random.default_rng(seed)
+    self._save_every = save_every_seconds
+    self._lock = threading.RLock()
+    os.makedirs(directory, exist_ok=True)
+    self._network = None
+    self._store = None
+    if make_network is not None:
+      from repertory.components import model_store  # pylint: disable=g-import-not-at-top
+      self._network = make_network()
+      self._store = model_store.ModelStore(
+          os.path.join(directory, 'snapshots'), {'network': self._network},
+          max_to_keep=1)
+    self._weights: Dict[str, Tuple[int, Any]] = {}  # Cache of loaded ones.
+    # Persistent state (league.json).
+    self._players: List[dict] = []  # Snapshots, oldest first.
+    self._retired: List[str] = []
+    self._last_snapshot: Dict[str, dict] = {}  # role -> {step, games, points}
+    self._payoff = ratings.PayoffTable()
+    self._elo = ratings.Elo(elo_k)
+    self._games = 0
+    self._last_save = 0.0
+    self._load()
+
+  # --- persistence ------------------------------------------------------------
+
+  @property
+  def path(self) -> str:
+    return os.path.join(self._directory, 'league.json')
+
+  def _load(self) -> None:
+    if not os.path.exists(self.path):
+      return
+    with open(self.path) as f:
+      state = json.load(f)
+    self._players = state['players']
+    self._retired = state.get('retired', [])
+    self._last_snapshot = state['last_snapshot']
+    self._payoff = ratings.PayoffTable.from_state(state['payoff'])
+    self._elo = ratings.Elo(state['elo_k'], ratings=state['elo'])
+    self._games = state['games']
+    logging.info('League: continuing %s (%d snapshots, %d games).',
+                 self.path, len(self._players), self._games)
+
+  def save(self) -> None:
+    """Writes `league.json` (atomically)."""
+    with self._lock:
+      state = {
+          'players': self._players, 'retired': self._retired,
+          'last_snapshot': self._last_snapshot,
+          'payoff': self._payoff.state(), 'elo': self._elo.ratings(),
+          'elo_k': self._elo.k, 'games': self._games,
+          'matchmaking': self._rule_name,
+      }
+      with open(self.path + '.tmp', 'w') as f:
+        json.dump(state, f)
+      os.replace(self.path + '.tmp', self.path)
+      self._last_save = time.time()
+
+  # --- the pool ---------------------------------------------------------------
+
+  def players(self) -> List[dict]:
+    """The snapshots in the pool, oldest first: {id, role, version, step,
+    elo}."""
+    with self._lock:
+      return [dict(p, elo=self._elo[p['id']]) for p in self._players]
+
+  def add_player(self, weights: Optional[Mapping[str, np.ndarray]],
+                 version: int, step: int, role: str = 'main') -> str:
+    """Freezes a learner's weights as a snapshot; returns its id."""
+    if role not in ROLES:
+      raise ValueError(f'Unknown role {role!r}; roles: {", ".join(ROLES)}.')
+    player = snapshot_id(role, version)
+    with self._lock:
+      if any(p['id'] == player for p in self._players):
+        return player
+      if self._store is not None:
+        if weights is None:
+          raise ValueError('add_player needs the weights of the snapshot.')
+        from repertory.components import networks  # pylint: disable=g-import-not-at-top
+        networks.assign_variables(self._network, weights)
+        index = len(self._players) + len(self._retired) + 1
+        self._store.save(index, step)
+        self._store.tag(index, player)
+        self._weights[player] = (int(version), dict(weights))
+      self._players.append({'id': player, 'role': role,
+                            'version': int(version), 'step': int(step),
+                            'time': time.time()})
+      self._elo.set(player, self._elo[role])  # It starts where its learner is.
+      self._last_snapshot[role] = {'step': int(step), 'games': 0,
+                                   'points': 0.0}
+      if len(self._players) > self._max_snapshots:
+        retired = self._players.pop(1)  # Keep the first (the weakest anchor).
+        self._retired.append(retired['id'])
+      self.save()
+    logging.info('League: added %s (pool of %d).', player, len(self._players))
+    return player
+
+  def maybe_add(self, weights: Optional[Mapping[str, np.ndarray]],
+                version: int, step: int, role: str = 'main') -> Optional[str]:
+    """Adds a snapshot if one is due (schedule, margin, or none yet)."""
+    with self._lock:
+      last = self._last_snapshot.get(role)
+      due = last is None
+      if not due and self._every_steps is not None:
+        due = step - last['step'] >= self._every_steps
+      if not due and self._win_rate is not None:
+        due = (last['games'] >= self._min_games and
+               last['points'] / last['games'] >= self._win_rate)
+      if not due:
+        return None
+      return self.add_player(weights, version, step, role)
+
+  def get_weights(self, player: str) -> Tuple[int, Any]:
+    """(version, weights) of a snapshot, from the model store."""
+    with self._lock:
+      if player in self._weights:
+        return self._weights[player]
+      entry = next((p for p in self._players if p['id'] == player), None)
+      if entry is None and player not in self._retired:
+        raise KeyError(f'No snapshot {player!r} in the league; snapshots: '
+                       f'{[p["id"] for p in self._players]}.')
+      if self._store is None:
+        raise RuntimeError('This league stores no weights (make_network=None).')
+      from repertory.components import networks  # pylint: disable=g-import-not-at-top
+      self._store.restore(tag=player)
+      version = (entry['version'] if entry is not None
+                 else int(player.rsplit('@v', 1)[1]))
+      self._weights[player] = (version,
+                               networks.get_variables(self._network))
+      return self._weights[player]
+
+  # --- matchmaking ------------------------------------------------------------
+
+  def sample_opponents(self, learner: str = 'main',
+                       n: int = 1) -> List[Tuple[str, int]]:
+    """`n` opponents (id, version) for `learner`'s next `n` episodes.
+
+    A live opponent (the learner itself: naive self-play with 'latest', or
+    while the pool has no snapshot it may meet) has version LIVE_VERSION.
+    """
+    if learner not in OPPONENT_ROLES:
+      raise ValueError(f'Unknown learner {learner!r}; learners: '
+                       f'{", ".join(OPPONENT_ROLES)}.')
+    with self._lock:
+      live = [(learner, LIVE_VERSION)] * n
+      if self._rule_name == 'latest' and self._latest_is_live:
+        return live
+      pool = [p for p in self._players
+              if p['role'] in OPPONENT_ROLES[learner]]
+      if not pool:
+        return live
+      ids = [p['id'] for p in pool]
+      win_rates = self._payoff.win_rates(learner, ids)
+      picks = [self._rule(win_rates, self._rng) for _ in range(n)]
+      return [(ids[i], pool[i]['version']) for i in picks]
+
+  # --- results ----------------------------------------------------------------
+
+  def report(self, results: List[Tuple[str, str, float]]) -> None:
+    """Records finished games (player, opponent, player's score in [0, 1]).
+
+    Games of a learner against itself change nothing but the game count.
+    """
+    with self._lock:
+      for a, b, score in results:
+        self._games += 1
+        if a == b:
+          continue
+        self._payoff.record(a, b, float(score))
+        self._elo.update(a, b, float(score))
+        for player, points in ((a, score), (b, 1.0 - score)):
+          if player in self._last_snapshot:
+            window = self._last_snapshot[player]
+            window['games'] += 1
+            window['points'] += float(points)
+      if time.time() - self._last_save >= self._save_every:
+        self.save()
+
+  def payoff(self, a: str, b: str) -> float:
+    """a's mean score against b (0.5 before they met)."""
+    with self._lock:
+      return self._payoff.win_rate(a, b)
+
+  def games(self, a: str, b: str) -> int:
+    with self._lock:
+      return self._payoff.games(a, b)
+
+  def elo(self) -> Dict[str, float]:
+    """Every player's rating (learners and snapshots)."""
+    with self._lock:
+      return {p: self._elo[p] for p in
+              list(self._last_snapshot) + [q['id'] for q in self._players]}
+
+  def summary(self) -> Dict[str, float]:
+    """Figures to log: pool size, games, each learner's Elo and its mean score
+    against the pool since its last snapshot."""
+    with self._lock:
+      out = {'league/snapshots': len(self._players),
+             'league/games': self._games}
+      for role, window in self._last_snapshot.items():
+        out[f'league/{role}/elo'] = self._elo[role]
+        if window['games']:
+          out[f'league/{role}/win_rate_vs_pool'] = (window['points'] /
+                                                    window['games'])
+      return out

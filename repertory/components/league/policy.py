@@ -1,0 +1,90 @@
+"""A policy-value MLP in numpy: acting for many frozen opponents at once.
+
+An actor meeting a different snapshot in every game cannot afford one
+TensorFlow call per snapshot per step; this evaluates the weights of an MLP
+torso with a linear policy head (and optionally a linear value head), named
+as `networks.get_variables` names those of
+`PolicyValueNetwork(MLPTorso(...), num_actions)` ('torso/mlp/layers/<i>/w',
+'head/policy/w', 'head/value/w', ...), with numpy, legal-action masks
+applied:
+
+    policy = MLPPolicy(weights)                  # {'torso/mlp/layers/0/w': ...}
+    actions, log_probs = policy.act(observations, legal, rng)   # [B], [B]
+    probs = policy.probabilities(observations, legal)            # [B, A]
+"""
+
+import re
+from typing import Mapping, Tuple
+
+import numpy as np
+
+_LAYER = re.compile(r'torso/mlp/layers/(\d+)/w')
+NEG_INF = -1e9
+
+
+def masked_logits(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+  """Logits with illegal actions (legal == 0) pushed to -1e9."""
+  return np.where(legal > 0, logits, NEG_INF)
+
+
+class MLPPolicy:
+  """The acting function of an MLP policy-value network's weights."""
+
+  def __init__(self, weights: Mapping[str, np.ndarray]):
+    layers = sorted((int(m.group(1)), name) for name in weights
+                    if (m := _LAYER.fullmatch(name)))
+    if not layers or 'head/policy/w' not in weights:
+      raise ValueError(
+          'MLPPolicy needs the weights of PolicyValueNetwork(MLPTorso(...), '
+          f'num_actions); got names {sorted(weights)}.')
+    self._layers = [
+        (np.asarray(weights[name], np.float32),
+         np.asarray(weights[name[:-1] + 'b'], np.float32))
+        for _, name in layers]
+    self._policy = (np.asarray(weights['head/policy/w'], np.float32),
+                    np.asarray(weights['head/policy/b'], np.float32))
+    self._value = None  # Optional: acting needs the policy only.
+    if 'head/value/w' in weights:
+      self._value = (np.asarray(weights['head/value/w'], np.float32),
+                     np.asarray(weights['head/value/b'], np.float32))
+
+  def __call__(self, observations: np.ndarray
+               ) -> Tuple[np.ndarray, np.ndarray]:
+    """`[B, *obs]` -> (logits `[B, A]`, values `[B]` or None), unmasked."""
+    x = np.asarray(observations, np.float32)
+    x = x.reshape(x.shape[0], -1)
+    for w, b in self._layers:
+      x = np.maximum(x @ w + b, 0.0)  # MLPTorso: relu, activate_final.
+    logits = x @ self._policy[0] + self._policy[1]
+    if self._value is None:
+      return logits, None
+    return logits, (x @ self._value[0] + self._value[1])[:, 0]
+
+  def probabilities(self, observations: np.ndarray,
+                    legal: np.ndarray) -> np.ndarray:
+    logits = masked_logits(self(observations)[0], legal)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(logits)
+    return p / p.sum(axis=-1, keepdims=True)
+
+  def act(self, observations: np.ndarray, legal: np.ndarray,
+          rng: np.random.Generator, greedy: bool = False,
+          epsilon: float = 0.0) -> Tuple[np.ndarray, np.ndarray]:
+    """Sampled (or greedy) legal actions `[B]` and their log-probs `[B]`.
+
+    With `epsilon`, actions come from (1 - epsilon) π + epsilon uniform over
+    the legal actions (exploration), and the log-probs are that mixture's.
+    """
+    probs = self.probabilities(observations, legal)
+    if epsilon > 0:
+      uniform = legal / legal.sum(axis=-1, keepdims=True)
+      probs = (1.0 - epsilon) * probs + epsilon * uniform
+    if greedy:
+      actions = probs.argmax(axis=-1)
+    else:
+      cumulative = probs.cumsum(axis=-1)
+      draws = rng.uniform(size=(len(probs), 1)) * cumulative[:, -1:]
+      actions = np.minimum((cumulative < draws).sum(axis=-1),
+                           probs.shape[-1] - 1)
+    chosen = probs[np.arange(len(actions)), actions]
+    return actions, np.log(np.maximum(chosen, 1e-30))

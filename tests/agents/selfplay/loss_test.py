@@ -1,0 +1,90 @@
+"""The self-play loss against a plain per-step reference (NeuRD and A2C)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from repertory.agents import selfplay
+from repertory.agents.selfplay import learning
+
+T, B, A = 4, 3, 3
+
+
+def _batch(seed):
+  rng = np.random.default_rng(seed)
+  logits = rng.normal(size=(T, B, A)) * 3
+  logits[0, 0, 1] = 11.0  # Beyond the NeuRD clip of 10.
+  q = rng.normal(size=(T, B, A))
+  legal = (rng.uniform(size=(T, B, A)) < 0.7).astype(np.float32)
+  legal[..., 0] = 1.0
+  action = np.zeros((T, B), np.int64)
+  for t in range(T):
+    for b in range(B):
+      action[t, b] = rng.choice(np.flatnonzero(legal[t, b]))
+  reward = rng.normal(size=(T, B))
+  discount = np.ones((T, B))
+  step_type = np.array([[0, 0, 0], [1, 2, 1], [2, 2, 1], [2, 2, 2]])
+  discount[step_type == 2] = 0.0
+  discount[1, 0] = 0.0  # Episode 0 ends after step 1 (step 2 is LAST).
+  discount[0, 1] = 0.0
+  discount[2, 2] = 0.0
+  return logits, q, legal, action, reward, discount, step_type
+
+
+def _reference(logits, q, legal, action, reward, discount, step_type, config):
+  """Plain loops, written from the learning.py docstring."""
+  total = critic_sum = policy_sum = entropy_sum = 0.0
+  grad = np.zeros_like(logits)
+  valid = [(t, b) for t in range(T) for b in range(B) if step_type[t, b] != 2]
+  for t, b in valid:
+    g, k = 0.0, 1.0
+    for s in range(t, T):  # G_t = r_t + γ d_t G_{t+1}
+      g += k * reward[s, b]
+      k *= config.discount * discount[s, b]
+    z = np.where(legal[t, b] > 0, logits[t, b], -1e9)
+    pi = np.exp(z - z.max())
+    pi /= pi.sum()
+    v = float(pi @ q[t, b])
+    critic = 0.5 * (g - q[t, b, action[t, b]]) ** 2
+    if config.policy_loss == 'neurd':
+      policy = 0.0
+      for a in range(A):
+        if not legal[t, b, a]:
+          continue
+        adv = q[t, b, a] - v
+        ok = (logits[t, b, a] < 10.0) if adv > 0 else (logits[t, b, a] > -10.0)
+        policy -= adv * ok * logits[t, b, a]
+        grad[t, b, a] = -adv * ok / len(valid)
+    else:
+      policy = -np.log(pi[action[t, b]]) * (g - v)
+    entropy = -sum(p * np.log(p) for p in pi if p > 0)
+    total += policy + config.baseline_cost * critic - config.entropy_cost * entropy
+    critic_sum += critic
+    policy_sum += policy
+    entropy_sum += entropy
+  n = len(valid)
+  return total / n, critic_sum / n, policy_sum / n, entropy_sum / n, grad
+
+
+@pytest.mark.parametrize('policy_loss', ['neurd', 'a2c'])
+@pytest.mark.parametrize('seed', [0, 1])
+def test_loss_matches_the_reference(policy_loss, seed):
+  config = selfplay.Config(policy_loss=policy_loss, entropy_cost=0.05,
+                           discount=0.9)
+  batch = _batch(seed)
+  logits = tf.Variable(batch[0], dtype=tf.float32)
+  with tf.GradientTape() as tape:
+    out = learning.selfplay_loss(
+        logits, tf.constant(batch[1], tf.float32), *map(tf.constant,
+                                                         batch[2:]), config)
+    policy = out.policy
+  total, critic, policy_ref, entropy, grad = _reference(*batch, config)
+  np.testing.assert_allclose(out.total, total, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.critic, critic, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.policy, policy_ref, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.entropy, entropy, rtol=1e-4, atol=1e-5)
+  if policy_loss == 'neurd':
+    # The policy term's gradient on the logits: -A(a) for every legal action
+    # (none outward past the clip), over the number of valid steps.
+    np.testing.assert_allclose(tape.gradient(policy, logits), grad,
+                               rtol=1e-4, atol=1e-6)

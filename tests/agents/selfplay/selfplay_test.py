@@ -1,0 +1,139 @@
+"""The selfplay agent: config checks, games it refuses, and short test_mt
+runs on Kuhn poker that raise the return against a random player and fill
+the league (snapshots, payoffs, per-game opponent log)."""
+
+import csv
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+from repertory import environments
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory.agents import selfplay
+from repertory.agents.selfplay import program as program_lib
+from repertory.components import league as league_lib
+from repertory.components.evaluation import evaluator
+from repertory.environments import multiagent
+
+GAME = 'openspiel:kuhn_poker'
+
+
+def test_config_rejects_bad_values():
+  with pytest.raises(ValueError, match=r"matchmaking='best'; choose one of "
+                     'latest, uniform, pfsp'):
+    selfplay.Config(matchmaking='best')
+  with pytest.raises(ValueError, match='batch_size'):
+    selfplay.Config(batch_size=0)
+  with pytest.raises(ValueError, match='pool never grows'):
+    selfplay.Config(snapshot_every_steps=None, snapshot_win_rate=None)
+
+
+@pytest.mark.parametrize('env, match', [
+    ('catch', 'single-agent environment'),
+    ('openspiel:matrix_rps', 'simultaneous'),
+])
+def test_refuses_games_it_cannot_play(env, match, tmp_path):
+  experiment = experiment_lib.ExperimentConfig(
+      agent='selfplay', env=env, logdir=str(tmp_path))
+  with pytest.raises(ValueError, match=match):
+    selfplay.make_program(selfplay.Config(), experiment)
+
+
+class _Greedy:
+  """Plays a weights dict (as the monitor's evaluation actor does)."""
+
+  def __init__(self, weights, seed=0):
+    self._policy = league_lib.MLPPolicy(weights)
+    self._rng = np.random.default_rng(seed)
+
+  def select_action(self, observation):
+    action, _ = self._policy.act(observation['observation'][None],
+                                 observation['legal_actions'][None],
+                                 self._rng)
+    return int(action[0])
+
+  def observe_first(self, timestep):
+    pass
+
+  def observe(self, action, next_timestep):
+    pass
+
+  def update(self, wait=False):
+    pass
+
+
+def _return_vs_random(weights, games=4000):
+  env = multiagent.VersusEnvironment(environments.make(GAME, seed=7),
+                                     multiagent.RandomOpponent(seed=8))
+  return evaluator.evaluate(env, _Greedy(weights), games).return_mean
+
+
+def _run(tmp_path, matchmaking, learner_steps, **config):
+  experiment = experiment_lib.ExperimentConfig(
+      agent='selfplay', env=GAME, num_actors=1, envs_per_actor=16,
+      max_actor_steps=10**9, logdir=str(tmp_path), launch_type='test_mt')
+  program = selfplay.make_program(
+      selfplay.Config(matchmaking=matchmaking, batch_size=32,
+                      hidden_sizes=(32,), **config), experiment)
+  launched = launch.launch(program, launch_type='test_mt')
+  try:
+    learner = program.groups['learner'][0].create_handle().dereference()
+    league = program.groups['league'][0].create_handle().dereference()
+    first = learner.get_variables(['policy'])
+    deadline = time.monotonic() + 240
+    while (learner.get_variables(['policy']).version < learner_steps and
+           time.monotonic() < deadline):
+      time.sleep(0.5)
+    last = learner.get_variables(['policy'])
+    players = league.players()
+    summary = league.summary()
+  finally:
+    launched.stop(timeout=60)
+  return first, last, players, summary
+
+
+def test_self_play_raises_the_return_against_random(tmp_path):
+  first, last, players, summary = _run(tmp_path, 'latest', 600,
+                                       snapshot_every_steps=200)
+  assert last.version >= 600
+  before = _return_vs_random(first.variables[0])
+  after = _return_vs_random(last.variables[0])
+  # The standard error of each mean is about 1.4 / sqrt(4000) = 0.022.
+  assert after > before + 0.06, (before, after)
+  assert len(players) >= 3  # At 0 (first offer), 200, 400, ...
+  assert summary['league/games'] > 1000
+  with open(os.path.join(tmp_path, 'games', 'actor_0.csv')) as f:
+    rows = list(csv.DictReader(f))
+  assert rows and {r['opponent'] for r in rows} == {'main'}  # Itself.
+
+
+def test_pfsp_plays_snapshots_and_rates_them(tmp_path):
+  _, last, players, summary = _run(tmp_path, 'pfsp', 150,
+                                   snapshot_every_steps=50)
+  assert last.version >= 150
+  ids = {p['id'] for p in players}
+  assert len(ids) >= 2
+  with open(os.path.join(tmp_path, 'games', 'actor_0.csv')) as f:
+    rows = list(csv.DictReader(f))
+  met = {(r['opponent'], int(r['opponent_version'])) for r in rows}
+  # Every opponent is a snapshot of the pool, logged with its version.
+  assert {o for o, _ in met} <= ids | {'main'}
+  assert any(o in ids for o, _ in met)
+  for opponent, version in met:
+    if opponent != 'main':
+      assert opponent == league_lib.snapshot_id('main', version)
+  assert 'league/main/elo' in summary
+  with open(os.path.join(tmp_path, 'league', 'league.json')) as f:
+    state = json.load(f)
+  assert state['payoff'], 'games against snapshots reach the payoff table'
+
+
+def test_game_specs():
+  spec, steps = program_lib.game_specs(GAME, selfplay.Config())
+  assert steps == 3  # Kuhn poker's longest game.
+  assert spec.observations['observation'].shape == (11,)
+  assert spec.actions.num_values == 2
