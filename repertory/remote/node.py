@@ -109,7 +109,7 @@ class RemoteInferenceServer(inference.InferenceServer):
         envs_per_actor=1, max_batch_size=max_batch_size,
         batch_timeout_ms=batch_timeout_ms, **kwargs)
     self.inference = launch.batched_handler(
-        max_batch_size, batch_timeout_ms / 1000.0)(
+        max_batch_size, timeout=batch_timeout_ms / 1000.0)(
             RemoteInferenceServer._remote_inference).__get__(
                 self, RemoteInferenceServer)
 
