@@ -26,15 +26,20 @@ from absl import app
 from absl import flags
 import numpy as np
 
-_ENV = flags.DEFINE_string('env', 'openspiel:kuhn_poker', 'An N-player game '
-                           'spec (openspiel:<game>, pettingzoo:<module>).')
-_PLAYERS = flags.DEFINE_list('players', ['random', 'random'],
-                             'Two player specs (see the module docstring).')
-_GAMES = flags.DEFINE_integer('games', 100, 'Games per seating.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Random seed.')
-_GREEDY = flags.DEFINE_bool('greedy', False, 'Saved policies play their most '
-                            'likely legal move instead of sampling.')
-_JSON = flags.DEFINE_string('json', None, 'Also write the table as JSON here.')
+
+def define_flags() -> None:
+  """The command line's flags (defined when run as a command, so that
+  importing this module beside `repertory.run`, whose `--env` and `--seed`
+  differ, defines nothing)."""
+  flags.DEFINE_string('env', 'openspiel:kuhn_poker', 'An N-player game '
+                      'spec (openspiel:<game>, pettingzoo:<module>).')
+  flags.DEFINE_list('players', ['random', 'random'],
+                    'Two player specs (see the module docstring).')
+  flags.DEFINE_integer('games', 100, 'Games per seating.')
+  flags.DEFINE_integer('seed', 0, 'Random seed.')
+  flags.DEFINE_bool('greedy', False, 'Saved policies play their most '
+                    'likely legal move instead of sampling.')
+  flags.DEFINE_string('json', None, 'Also write the table as JSON here.')
 
 # player(env, timestep, player index) -> action
 Player = Callable[[Any, Any, int], int]
@@ -143,24 +148,25 @@ def play(env: Any, players: List[Player], games: int) -> List[dict]:
 
 
 def main(argv):
+  FLAGS = flags.FLAGS  # pylint: disable=invalid-name
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.environments import multiagent  # pylint: disable=g-import-not-at-top
   try:
-    env = environments.make(_ENV.value, seed=_SEED.value)
+    env = environments.make(FLAGS.env, seed=FLAGS.seed)
     if not isinstance(env, multiagent.MultiAgentEnvironment) or (
         env.simultaneous):
-      raise ValueError(f'--env={_ENV.value!r} is not a turn-based N-player '
+      raise ValueError(f'--env={FLAGS.env!r} is not a turn-based N-player '
                        'game (openspiel:<game>, pettingzoo:<module>).')
-    players = [make_player(spec, env, _SEED.value + i, _GREEDY.value)
-               for i, spec in enumerate(_PLAYERS.value)]
-    rows = play(env, players, _GAMES.value)
+    players = [make_player(spec, env, FLAGS.seed + i, FLAGS.greedy)
+               for i, spec in enumerate(FLAGS.players)]
+    rows = play(env, players, FLAGS.games)
   except (ValueError, ImportError) as e:
     raise SystemExit(f'repertory.play: error: {e}') from None
-  names = _PLAYERS.value
-  print(f'{_ENV.value}: {names[0]} against {" and ".join(names[1:])}, '
-        f'{_GAMES.value} games per seating')
+  names = FLAGS.players
+  print(f'{FLAGS.env}: {names[0]} against {" and ".join(names[1:])}, '
+        f'{FLAGS.games} games per seating')
   print(f'{"first player":<34} {"seat":>4} {"games":>6} {"wins":>6} '
         f'{"draws":>6} {"losses":>6} {"win %":>6} {"return":>7}')
   for row in rows:
@@ -168,11 +174,12 @@ def main(argv):
           f'{row["wins"]:>6} {row["draws"]:>6} {row["losses"]:>6} '
           f'{100 * row["wins"] / row["games"]:>6.1f} '
           f'{row["mean_return"]:>7.3f}')
-  if _JSON.value:
-    with open(_JSON.value, 'w') as f:
-      json.dump({'env': _ENV.value, 'players': names, 'rows': rows}, f,
+  if FLAGS.json:
+    with open(FLAGS.json, 'w') as f:
+      json.dump({'env': FLAGS.env, 'players': names, 'rows': rows}, f,
                 indent=2)
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

@@ -132,8 +132,11 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
   assert resume.startswith('python -m repertory.run ')
   assert f'--logdir={logdir}' in resume and '--config.unroll_length=5' in resume
   del stdout
-  # The rerun (with a budget already spent) says where it resumed.
-  result = _run(*args[:3], '--max_actor_steps=1', *args[4:],
+  # The rerun (with a budget a little above the steps taken: a spent budget
+  # is refused, see rundir_test) says where it resumed.
+  with open(os.path.join(logdir, 'counts.json')) as f:
+    taken = int(json.load(f).get('actor_steps', 0))
+  result = _run(*args[:3], f'--max_actor_steps={taken + 20}', *args[4:],
                 f'--logdir={logdir}', timeout=800)
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Resumed at actor_steps=' in result.stdout

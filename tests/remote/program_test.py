@@ -57,7 +57,7 @@ def _wait(predicate, what, timeout=120):
 def test_program_shape(tmp_path):
   program, _ = _program(tmp_path)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'actor'}
+                                 'evaluator', 'actor'}
   (learner_unit,) = program.groups['learner']
   assert len(learner_unit.nodes) == 1  # No in-process inference server.
   assert len(program.groups['actor']) == 1  # The remote environment node.

@@ -96,6 +96,7 @@ def _run(tmp_path, matchmaking, learner_steps, **config):
   return first, last, players, summary
 
 
+@pytest.mark.slow  # A learning test: its margin is not kept on a loaded machine.
 def test_self_play_raises_the_return_against_random(tmp_path):
   first, last, players, summary = _run(tmp_path, 'latest', 600,
                                        snapshot_every_steps=200)
