@@ -58,7 +58,8 @@ def test_impala_stops_exactly_at_its_budget_and_evaluates_periodically(
       agent='impala', env='catch', num_actors=num_actors,
       envs_per_actor=envs, max_actor_steps=budget, eval_episodes=2,
       eval_every_steps=1_000, logdir=str(tmp_path), launch_type='test_mt',
-      progress_every_seconds=0.5)
+      progress_every_seconds=0.5,
+      stop_at_return=None)  # The budget ends it (a solve could come first).
   config = impala.Config(unroll_length=4, batch_size=2, hidden_sizes=(16,),
                          max_queue_size=8)
   launched = launch.launch(impala.make_program(config, experiment),
