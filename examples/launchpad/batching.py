@@ -1,11 +1,14 @@
 """Clients call a server method that runs batched: concurrent calls are
 stacked into one call (central inference in Python).
 
-Launchpad's batching example, written for repertory (only the import
-differs): the handler is wrapped in `__init__`, as Launchpad documents.
+Launchpad's batching example, written for repertory (the import and a longer
+batching timeout differ): the handler is wrapped in `__init__`, as Launchpad
+documents.
 
   python examples/launchpad/batching.py --lp_launch_type=local_mp
 """
+
+import datetime
 
 from absl import app
 from absl import flags
@@ -38,7 +41,12 @@ class Server:
 
   def __init__(self, batch_size: int) -> None:
     self._sum = None
-    self.compute = lp.batched_handler(batch_size=batch_size)(self.compute)
+    # Every batch holds one call of each client (they call in lockstep): a
+    # timeout that never expires first, so that a busy machine cannot split
+    # a batch (a batch of 1 sums to a shape of its own).
+    self.compute = lp.batched_handler(
+        batch_size=batch_size, timeout=datetime.timedelta(seconds=60))(
+            self.compute)
 
   def compute(self, values):
     result = np.sum(values, axis=0)
