@@ -50,6 +50,7 @@ from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
 from repertory.components import checkpointing
+from repertory.launch import errors as launch_errors
 from repertory.remote import flags as remote_flags
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
@@ -255,6 +256,8 @@ def main(argv: List[str],
       results = attempt.end()  # This attempt's record (repertory/rundir.py).
   except KeyboardInterrupt:
     sys.exit(interrupted_message(experiment.logdir))
+  except launch.NodeError as e:  # One line; the traceback is in the node log.
+    sys.exit(f'repertory.run: error: {launch_errors.one_line(e)}')
   except RuntimeError as e:
     logging.warning('%s', e)
     sys.exit(1)
