@@ -242,8 +242,6 @@ def main(argv: List[str],
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
         + (' (resuming the run there)' if resuming else ''), flush=True)
-  if resuming:
-    print(resumed_at(experiment.logdir), flush=True)
   groups = [g for g in RESTARTABLE_GROUPS if g in program.groups]
   if _RESTART_LEARNER.value:
     groups.append('learner')
@@ -263,18 +261,6 @@ def main(argv: List[str],
     sys.exit(1)
   print(json.dumps(results if results is not None else result.results,
                    indent=2, sort_keys=True))
-
-
-def resumed_at(logdir: str) -> str:
-  """'Resumed at actor_steps=..., learner_steps=...' from the saved counts."""
-  path = os.path.join(logdir, 'counts.json')
-  counts = {}
-  if os.path.exists(path):
-    with open(path) as f:
-      counts = json.load(f)
-  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
-                    if k in ('actor_steps', 'learner_steps'))
-  return f'Resumed at {steps or "the start (no counts saved)"} in {logdir}.'
 
 
 def interrupted_message(logdir: str) -> str:

@@ -21,6 +21,7 @@ TensorBoard event files under `tensorboard/monitor` (tags `progress/...`) and
 """
 
 import collections
+import contextlib
 import json
 import os
 import threading
@@ -41,6 +42,25 @@ RECENT_EPISODES = 100
 # The longest the monitor takes to notice the end of a run it was not told of
 # (actors that count through the counter rather than the budget).
 CHECK_EVERY_SECONDS = 0.25
+
+# While > 0, monitors in this process write their lines to progress.log only
+# (`run_experiment` shows that file itself, e.g. as a progress bar).
+_lines_shown_elsewhere = 0
+_lines_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def lines_shown_elsewhere():
+  """Within it, monitors in this process do not print their progress lines
+  (they still write them to progress.log)."""
+  global _lines_shown_elsewhere
+  with _lines_lock:
+    _lines_shown_elsewhere += 1
+  try:
+    yield
+  finally:
+    with _lines_lock:
+      _lines_shown_elsewhere -= 1
 
 
 class RunMonitor:
@@ -351,7 +371,8 @@ class RunMonitor:
 
   def _log_line(self, line: str) -> None:
     line = f'[{time.time() - self._start:7.1f}s] {line}'
-    print(line, flush=True)
+    if not _lines_shown_elsewhere:
+      print(line, flush=True)
     with open(os.path.join(self._logdir, 'progress.log'), 'a') as f:
       f.write(line + '\n')
 
