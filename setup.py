@@ -60,7 +60,7 @@ else:
       'tensorflow[and-cuda]' + _TF_VERSION + '; python_version < "0"']
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +
-        EXTRAS_REQUIRE['games'] +
+        EXTRAS_REQUIRE['games'] + EXTRAS_REQUIRE['tune'] +
         ['pytest', 'pytest-xdist', 'pytest-timeout']))
 
 setuptools.setup(

@@ -298,7 +298,8 @@ def run_sweep_from_flags() -> None:
       _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid, logdir=logdir,
       base_seed=flags.FLAGS.seed,
       use_tune=flags.FLAGS.lp_launch_type == 'ray',
-      concurrency=_SWEEP_CONCURRENCY.value)
+      concurrency=_SWEEP_CONCURRENCY.value,
+      ray_address=flags.FLAGS.ray_address)
   print(table.to_string(index=False))
   print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
         f'curves: python -m repertory.plot {logdir}')
