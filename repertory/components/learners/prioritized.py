@@ -14,7 +14,6 @@ where `metrics` holds 'applied' (`learners.apply_if_finite`). Run it in a
 
 from typing import Any, Callable, Dict, Optional
 
-import os
 
 import numpy as np
 import sonnet as snt
@@ -122,8 +121,6 @@ def make_learner(algorithm: Callable[..., PrioritizedReplay],
   make_network, replay, table, seed=seed)` in a `LearnerHost`; with
   `logdir`, metrics and checkpoints there (use with functools.partial)."""
   from repertory.components.learners import host  # pylint: disable=g-import-not-at-top
-  return host.LearnerHost(
+  return host.LearnerHost.in_logdir(
       algorithm(config, spec, make_network, replay, table, seed=seed),
-      counter=counter, checkpoint=checkpoint,
-      logdir=os.path.join(logdir, 'learner') if logdir else None,
-      checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None)
+      logdir, snapshot=False, counter=counter, checkpoint=checkpoint)
