@@ -134,34 +134,50 @@ class BatchedActor(core.Worker):
     self._recurrent = not (isinstance(self._state, tuple) and
                            not self._state)
 
+  def collect(self, num_steps: int) -> None:
+    """Takes exactly `num_steps` batched steps now, outside the step budget,
+    without reports or weight refreshes (round-based actors, PPO's and
+    A3C's, set the weights, then `collect`, then `report`)."""
+    if self._timestep is None:
+      self._start()
+    for _ in range(num_steps):
+      self._step()
+
+  def report(self, num_steps: int) -> None:
+    """Reports `num_steps` batched steps and the episodes finished since the
+    last report."""
+    self._reporter.report(num_steps * self._num_envs, *self._episodes.pop())
+
+  def _step(self) -> None:
+    """One batched step: policy, environments, adder, episodes."""
+    timestep, state = self._timestep, self._state
+    self._tag()
+    if self._observe is not None:
+      self._observe(timestep)
+    action, extras, next_state = self._policy.step(
+        timestep.observation, state, timestep.first())
+    timestep = self._environment.step(action)
+    if self._adder is not None:
+      if self._recurrent:
+        self._adder.add(action, timestep, extras=extras, core_state=state)
+      else:
+        self._adder.add(action, timestep, extras=extras)
+    self._timestep, self._state = timestep, next_state
+    self._episodes.observe(timestep.step_type, timestep.reward)
+    self.steps += 1
+
   def _act(self, stop, num_steps: Optional[int]) -> None:
     if self._timestep is None:
       self._start()
-    timestep, state = self._timestep, self._state
     end = None if num_steps is None else self.steps + num_steps
     every = self._report_every
     while (stop is None or not stop.is_set()) and (
         end is None or self.steps < end) and self._reporter.acquire(
             self._num_envs):
-      self._tag()
-      if self._observe is not None:
-        self._observe(timestep)
-      action, extras, next_state = self._policy.step(
-          timestep.observation, state, timestep.first())
-      timestep = self._environment.step(action)
-      if self._adder is not None:
-        if self._recurrent:
-          self._adder.add(action, timestep, extras=extras, core_state=state)
-        else:
-          self._adder.add(action, timestep, extras=extras)
-      state = next_state
-      self._episodes.observe(timestep.step_type, timestep.reward)
-      self.steps += 1
+      self._step()
       if self.steps % every == 0:
-        self._reporter.report(every * self._num_envs, *self._episodes.pop())
+        self.report(every)
       self._refresh_weights()
-    self._timestep, self._state = timestep, state
     if end is None:  # Stopping: report what the last partial period did.
-      self._reporter.report((self.steps % every) * self._num_envs,
-                            *self._episodes.pop())
+      self.report(self.steps % every)
     self._reporter.flush()

@@ -7,6 +7,8 @@ fields (with their checks in `_POSITIVE`, `_UNIT`, `_ABOVE_ZERO`)."""
 import dataclasses
 from typing import ClassVar, Tuple
 
+from repertory.components import config_checks
+
 INITIAL_PRIORITIES = ('actor', 'constant')
 
 
@@ -78,34 +80,28 @@ class PrioritizedReplayConfig:
   max_in_flight_items: int = 32
 
   def _fail(self, name: str, what: str) -> None:
-    raise ValueError(f'{self.NAME} Config.{name} must be {what}, got '
-                     f'{getattr(self, name)}.')
+    config_checks.fail(self, f'{self.NAME} Config.', name, what)
 
   def __post_init__(self):
-    self.torso_sizes = tuple(int(s) for s in self.torso_sizes)
+    prefix = f'{self.NAME} Config.'
     self.head_sizes = tuple(int(s) for s in self.head_sizes)
-    for name in ('n_step', 'batch_size', 'target_update_period',
-                 'replay_size', 'min_replay_size', 'variable_update_period',
-                 'max_in_flight_items') + self._POSITIVE:
-      if getattr(self, name) < 1:
-        self._fail(name, '>= 1')
-    if not self.torso_sizes or min(self.torso_sizes) < 1:
-      self._fail('torso_sizes', 'positive widths')
+    self.torso_sizes = config_checks.widths(self, prefix, 'torso_sizes')
+    config_checks.check_ranges(
+        self, prefix,
+        at_least_one=('n_step', 'batch_size', 'target_update_period',
+                      'replay_size', 'min_replay_size',
+                      'variable_update_period', 'max_in_flight_items'
+                     ) + self._POSITIVE,
+        unit=('discount', 'epsilon', 'eval_epsilon', 'priority_exponent',
+              'importance_sampling_exponent') + self._UNIT,
+        above_zero=('learning_rate', 'samples_per_insert',
+                    'constant_priority', 'samples_per_insert_tolerance',
+                    'max_gradient_norm', 'adam_epsilon') + self._ABOVE_ZERO,
+        at_least_zero=('epsilon_alpha',))
     if self.min_replay_size > self.replay_size:
       raise ValueError(f'{self.NAME} Config.min_replay_size='
                        f'{self.min_replay_size} exceeds replay_size='
                        f'{self.replay_size}.')
-    for name in ('discount', 'epsilon', 'eval_epsilon', 'priority_exponent',
-                 'importance_sampling_exponent') + self._UNIT:
-      if not 0.0 <= getattr(self, name) <= 1.0:
-        self._fail(name, 'in [0, 1]')
-    for name in ('learning_rate', 'samples_per_insert', 'constant_priority',
-                 'samples_per_insert_tolerance', 'max_gradient_norm',
-                 'adam_epsilon') + self._ABOVE_ZERO:
-      if getattr(self, name) <= 0:
-        self._fail(name, '> 0')
-    if self.epsilon_alpha < 0:
-      self._fail('epsilon_alpha', '>= 0')
     if self.initial_priority not in INITIAL_PRIORITIES:
       raise ValueError(
           f'{self.NAME} Config.initial_priority={self.initial_priority!r}; '
