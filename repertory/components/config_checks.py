@@ -1,5 +1,6 @@
 """Range checks for agents' `Config.__post_init__`: one clear `ValueError`
-naming the field, its value and the allowed range.
+naming the field, its value and the allowed range (and `require`: the type
+check of an agent's `make_program`).
 
     def __post_init__(self):
       config_checks.check_ranges(
@@ -51,3 +52,10 @@ def widths(config: Any, prefix: str, name: str) -> Tuple[int, ...]:
   if not value or any(int(w) < 1 for w in value):
     fail(config, prefix, name, 'positive widths')
   return tuple(int(w) for w in value)
+
+
+def require(config: Any, config_type: type, agent: str) -> None:
+  """Raises `TypeError` unless `config` is a `config_type` (an agent's
+  `make_program` checks what it was given)."""
+  if not isinstance(config, config_type):
+    raise TypeError(f'make_program needs {agent}\'s Config, got {config!r}.')

@@ -68,23 +68,15 @@ class A3CActor(rollout_actor.RolloutActor):
   Args: as `RolloutActor`'s (the learner has `get_variables` and `update`).
   """
 
-  def __init__(self,
-               actor_id: int,
-               config: config_lib.Config,
-               env: str,
-               envs_per_actor: int,
-               seed: int,
-               learner: Any,
-               counter: Any = None,
-               monitor: Any = None):
-    super().__init__(actor_id, config, env, envs_per_actor, seed, learner,
-                     counter, monitor, fetch_timeout_s=config.push_timeout_s)
+  FETCH_TIMEOUT_FIELD = 'push_timeout_s'
+
+  def _setup(self) -> None:
     self._adder = _Rollout()
     # The eager network computes gradients (once per rollout); the policy
     # acts every step in a graph of its own (no EagerTensor per step).
-    with networks.seeded(seed):  # Its weights are the learner's anyway.
+    with networks.seeded(self._seed):  # The learner's weights anyway.
       self._network = networks_lib.make_network(
-          config.hidden_sizes, self.observation_spec, self.action_spec)
+          self._config.hidden_sizes, self.observation_spec, self.action_spec)
     self._variables = a3c_networks.variable_list(self._network)
     self._gradients = tf.function(self._gradients_impl)
     self.rollouts = 0

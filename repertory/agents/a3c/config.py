@@ -19,30 +19,32 @@ class Config:
   Attributes:
     unroll_length: t_max, steps per rollout in each of an actor's
       environments; one gradient per rollout covers all of them.
-    learning_rate: step size of the shared optimizer.
-    optimizer: 'adam' or 'rmsprop' (the paper's shared RMSProp).
-    rmsprop_decay: RMSProp's decay (the paper's alpha).
-    epsilon: the optimizer's epsilon.
     discount: gamma.
     entropy_cost: weight of the entropy bonus (the paper's beta).
     baseline_cost: weight of the value loss.
+    hidden_sizes: widths of the MLP torso.
+    optimizer: 'adam' or 'rmsprop' (the paper's shared RMSProp).
+    learning_rate: step size of the shared optimizer.
+    rmsprop_decay: RMSProp's decay (the paper's alpha).
+    epsilon: the optimizer's epsilon.
     max_grad_norm: the actor clips its gradient to this global norm before
       sending it (None: no clipping).
-    hidden_sizes: widths of the MLP torso.
     push_timeout_s: how long an actor waits for the learner to serve
       weights before failing.
     eval_greedy: the evaluation actor takes the most likely action.
   """
+  # The rollout and the loss.
   unroll_length: int = 20
-  learning_rate: float = 1e-3
-  optimizer: str = 'adam'
-  rmsprop_decay: float = 0.99
-  epsilon: float = 1e-5
   discount: float = 0.99
   entropy_cost: float = 0.01
   baseline_cost: float = 0.5
-  max_grad_norm: Optional[float] = 40.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
+  # The shared optimizer.
+  optimizer: str = 'adam'
+  learning_rate: float = 1e-3
+  rmsprop_decay: float = 0.99
+  epsilon: float = 1e-5
+  max_grad_norm: Optional[float] = 40.0
   push_timeout_s: float = 60.0
   eval_greedy: bool = True
 

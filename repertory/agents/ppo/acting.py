@@ -50,11 +50,15 @@ class PPOActor(rollout_actor.RolloutActor):
                learner: Any,
                counter: Any = None,
                monitor: Any = None):
+    self._replay = replay
     super().__init__(actor_id, config, env, envs_per_actor, seed, learner,
-                     counter, monitor, fetch_timeout_s=config.round_timeout_s)
+                     counter, monitor)
+
+  def _setup(self) -> None:
+    config, replay = self._config, self._replay
     self._adder = adders.UnrollAdder(
         replay, QUEUE, unroll_length=config.unroll_length,
-        num_envs=envs_per_actor, actor_id=actor_id,
+        num_envs=self._num_envs, actor_id=self._actor_id,
         environment_spec=adders.EnvironmentSpec(
             self.observation_spec, self.action_spec, None, None),
         extras_spec=extras_spec())

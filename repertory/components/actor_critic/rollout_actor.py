@@ -16,8 +16,9 @@ from repertory.components.actors import limit_tf_threads
 
 
 class RolloutActor(BatchedActor):
-  """Builds the environments and the policy; `run()` calls `round(stop)`
-  (the agent's) until the program stops or the step budget is spent.
+  """Builds the environments and the policy, then calls `_setup()` (the
+  agent's); `run()` calls `round(stop)` (the agent's) until the program
+  stops or the step budget is spent.
 
   Args:
     actor_id: this actor's index (recorded in its items, named in logs).
@@ -30,8 +31,11 @@ class RolloutActor(BatchedActor):
       `VariableClient` calls (waiting up to `fetch_timeout_s`).
     counter: optional counter (client): `increment(actor_steps=...)`.
     monitor: optional run monitor (client): `record_episodes(...)`.
-    fetch_timeout_s: the `VariableClient`'s fetch timeout.
+    fetch_timeout_s: the `VariableClient`'s fetch timeout (None: the
+      config's field named by the class's `FETCH_TIMEOUT_FIELD`).
   """
+
+  FETCH_TIMEOUT_FIELD = 'round_timeout_s'
 
   def __init__(self, actor_id: int, config: Any, env: str,
                envs_per_actor: int, seed: int, learner: Any,
@@ -48,12 +52,19 @@ class RolloutActor(BatchedActor):
     policy = mlp_policy.Policy(config.hidden_sizes, self.observation_spec,
                                self.action_spec, seed=seed)
     # The agent fetches and sets the weights (`BatchedActor` refreshes none).
+    if fetch_timeout_s is None:
+      fetch_timeout_s = getattr(config, self.FETCH_TIMEOUT_FIELD)
     self._weights = variables.VariableClient(
         learner, mlp_policy.POLICY, fetch_timeout_s=fetch_timeout_s)
+    self._seed = seed
     # The agent may set `self._adder` after this (it is first used at the
     # first step), from `observation_spec` and `action_spec`.
     super().__init__(environment, policy, None, counter, monitor,
                      report_every=config.unroll_length)
+    self._setup()
+
+  def _setup(self) -> None:
+    """The agent's own parts (e.g. `self._adder`)."""
 
   def round(self, stop: Any) -> bool:
     """One round of the agent's; False ends `run()` (a stop while waiting)."""

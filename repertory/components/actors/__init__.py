@@ -1,8 +1,8 @@
 """Generic actors: `BatchedActor` (the actor node loop over a batch of
 environments with a `core.Policy`, writing through an adder),
 `FeedForwardActor` (a Sonnet network's logits with a learner's versioned
-weights; a `core.Policy` and an evaluation actor) and `limit_tf_threads`
-(call it in actor processes).
+weights; a `core.Policy` and an evaluation actor), `limit_tf_threads`
+(call it in actor processes) and `add_actor_nodes` (one node per actor).
 
 Importing this package does not import TensorFlow (SEED's environment-only
 actors run `BatchedActor`); `FeedForwardActor` and `limit_tf_threads` load
@@ -10,6 +10,7 @@ actors run `BatchedActor`); `FeedForwardActor` and `limit_tf_threads` load
 """
 
 from repertory.components.actors.batched import BatchedActor
+from repertory.components.actors.nodes import add_actor_nodes
 
 _FEED_FORWARD = ('FeedForwardActor', 'limit_tf_threads')
 
