@@ -13,6 +13,10 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import config as config_lib
+from repertory.agents.ppo import learning
+from repertory.components import actors
+from repertory.components import config_checks
+from repertory.components.actor_critic import mlp_policy
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,
@@ -32,14 +36,9 @@ def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
   """Builds the synchronous PPO program graph (see the module docstring)."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs a PPO Config, got {config!r}.')
-  # pylint: disable=g-import-not-at-top
-  from repertory.agents.ppo import learning
-  from repertory.components.actor_critic import mlp_policy
-  # pylint: enable=g-import-not-at-top
-  spec = experiment_lib.environment_spec(experiment.env)
+  config_checks.require(config, config_lib.Config, 'PPO')
   program = launch.Program('ppo')
+  spec = experiment_lib.environment_spec(experiment.env)
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, spec, experiment.num_actors,
@@ -58,10 +57,7 @@ def make_program(config: config_lib.Config,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
-  with program.group('actor'):
-    for actor_id in range(experiment.num_actors):
-      program.add_node(launch.CourierNode(
-          acting.PPOActor, actor_id, config, experiment.env,
-          experiment.envs_per_actor, experiment.actor_seed(actor_id), replay,
-          learner, counter, monitor))
+  actors.add_actor_nodes(program, experiment, launch.CourierNode,
+                         acting.PPOActor, config, replay, learner, counter,
+                         monitor)
   return program

@@ -5,8 +5,6 @@ from typing import Any
 
 import numpy as np
 
-from repertory import experiment as experiment_lib
-from repertory import launch
 from repertory.agents.r2d2 import acting
 from repertory.agents.r2d2 import config as config_lib
 from repertory.agents.r2d2 import learning
@@ -39,14 +37,7 @@ def make_tables(config: config_lib.Config, spec: Any):
   return [replay_program.prioritized_table(config, signature)]
 
 
-def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
-  """Builds the R2D2 program graph (the same graph as Ape-X's)."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs an r2d2.Config, got '
-                    f'{type(config).__name__}.')
-  return replay_program.make_replay_program(
-      'r2d2', config, experiment, environment_spec(experiment.env),
-      make_tables, learning.make_learner, acting.R2D2Actor,
-      acting.make_eval_actor, networks.make_network)
+make_program = replay_program.program_maker(
+    'r2d2', config_lib.Config, make_tables, learning.make_learner,
+    acting.R2D2Actor, acting.make_eval_actor, networks.make_network,
+    environment_spec=environment_spec)
