@@ -13,6 +13,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import config as config_lib
+from repertory.remote import program as remote_lib
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,
@@ -29,8 +30,8 @@ def make_tables(config: config_lib.Config, spec, num_actors: int,
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig,
+                 remote_options=None) -> launch.Program:
   """Builds the synchronous PPO program graph (see the module docstring)."""
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs a PPO Config, got {config!r}.')
@@ -39,16 +40,22 @@ def make_program(config: config_lib.Config,
   from repertory.components.actor_critic import mlp_policy
   # pylint: enable=g-import-not-at-top
   spec = experiment_lib.environment_spec(experiment.env)
+  # Remote clients (docs/remote.md): one writer, actor 0, of num_actors x
+  # envs_per_actor unrolls per round.
+  remote = remote_lib.is_remote(experiment.env)
+  num_actors, envs_per_actor = ((1, experiment.num_actors *
+                                 experiment.envs_per_actor) if remote else
+                                (experiment.num_actors,
+                                 experiment.envs_per_actor))
   program = launch.Program('ppo')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, spec, experiment.num_actors,
-        experiment.envs_per_actor)))
+        make_tables, config, spec, num_actors, envs_per_actor)))
   counter = experiment_lib.add_counter(program, experiment.logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.make_learner, config, spec, replay, acting.QUEUE,
-        experiment.num_actors, experiment.envs_per_actor, counter=counter,
+        num_actors, envs_per_actor, counter=counter,
         logdir=experiment.logdir or None,
         anneal_steps=experiment.max_actor_steps, seed=experiment.seed,
         checkpoint=experiment.checkpoint))
@@ -58,6 +65,14 @@ def make_program(config: config_lib.Config,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
+  if remote:  # The remote environment service replaces the actors.
+    remote_lib.add_round_service(
+        program, experiment.logdir, remote_options, functools.partial(
+            mlp_policy.Policy, config.hidden_sizes, spec.observations,
+            spec.actions, seed=experiment.seed), learner, replay,
+        acting.QUEUE, spec, config.unroll_length, envs_per_actor,
+        acting.extras_spec(), config.round_timeout_s, counter, monitor)
+    return program
   with program.group('actor'):
     for actor_id in range(experiment.num_actors):
       program.add_node(launch.CourierNode(

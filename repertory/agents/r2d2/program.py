@@ -1,6 +1,7 @@
 """The R2D2 program: prioritized sequence replay, one learner, N actors
 (Kapturowski et al. 2019)."""
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from repertory.agents.r2d2 import learning
 from repertory.agents.r2d2 import networks
 from repertory.components import adders
 from repertory.components.replay import program as replay_program
+from repertory.remote import program as remote_lib
 
 TABLE = replay_program.TABLE
 
@@ -40,13 +42,27 @@ def make_tables(config: config_lib.Config, spec: Any):
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig,
+                 remote_options=None) -> launch.Program:
   """Builds the R2D2 program graph (the same graph as Ape-X's)."""
   if not isinstance(config, config_lib.Config):
     raise TypeError(f'make_program needs an r2d2.Config, got '
                     f'{type(config).__name__}.')
+  spec = environment_spec(experiment.env)
+  add_actors = None
+  if remote_lib.is_remote(experiment.env):  # Remote clients act: docs/remote.md
+    add_actors = functools.partial(
+        remote_lib.add_sequence_service, logdir=experiment.logdir,
+        options=remote_options, make_policy=functools.partial(
+            acting.graph_recurrent_policy, functools.partial(
+                networks.make_network, spec, config, build=False),
+            spec.observations, config.lstm_size),
+        oar_spec=spec, config=config, priority_fn=(
+            acting.R2D2Priority(config) if config.initial_priority == 'actor'
+            else functools.partial(acting.replay_actor.constant_priority,
+                                   config.constant_priority)),
+        num_epsilons=experiment.num_actors, seed=experiment.seed)
   return replay_program.make_replay_program(
-      'r2d2', config, experiment, environment_spec(experiment.env),
-      make_tables, learning.make_learner, acting.R2D2Actor,
-      acting.make_eval_actor, networks.make_network)
+      'r2d2', config, experiment, spec, make_tables, learning.make_learner,
+      acting.R2D2Actor, acting.make_eval_actor, networks.make_network,
+      add_actors=add_actors)
