@@ -43,7 +43,12 @@ SOLVE_CONFIGS = {'seed': {}, 'ppo': {}, 'r2d2': {}}
 SOLVE_EXPERIMENTS = {
     'seed': {},
     'ppo': dict(num_actors=2, envs_per_actor=8, eval_every_steps=2_000),
-    'r2d2': dict(num_actors=4, eval_every_steps=2_000)}
+    # R2D2's greedy evaluation swings between evaluations early on (one at
+    # 1.0 stopped a run whose final evaluation was 0.5): a fixed budget (the
+    # in-process catch runs above solve in ~30,000 steps), then 100 final
+    # evaluation episodes.
+    'r2d2': dict(num_actors=4, stop_at_return=None, max_actor_steps=40_000,
+                 eval_episodes=100)}
 
 
 def _experiment(logdir, env, agent='seed', **kwargs):
@@ -135,9 +140,10 @@ def throughput(episodes, seconds):
 def solve(kind, processes, timeout, agent='seed', threads=1):
   from repertory import launch  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory() as logdir:
-    program, address_file = _remote_program(
-        logdir, agent, stop_at_return=0.9, eval_episodes=20,
-        max_actor_steps=500_000, **SOLVE_EXPERIMENTS[agent])
+    settings = dict(stop_at_return=0.9, eval_episodes=20,
+                    max_actor_steps=500_000)
+    settings.update(SOLVE_EXPERIMENTS[agent])
+    program, address_file = _remote_program(logdir, agent, **settings)
     start = time.monotonic()
     launched = launch.launch(program, launch_type='local_mt',
                              termination_notice_secs=5, block=False)
@@ -155,6 +161,7 @@ def solve(kind, processes, timeout, agent='seed', threads=1):
     with open(os.path.join(logdir, 'results.json')) as f:
       results = json.load(f)
   row = {'what': f'solve catch, {agent}, {kind} clients',
+         'eval_episodes': settings['eval_episodes'],
          'processes': processes, 'episodes_per_process': threads,
          'solved': bool(results.get('eval_return_mean') is not None and
                         results['eval_return_mean'] >= 0.9),

@@ -204,6 +204,7 @@ class RemoteEnvironmentNode:
     self._reporter = episodes_lib.ActorReporter(
         counter, monitor, min_interval_s=episodes_lib.REPORT_INTERVAL_S)
     self._report_lock = threading.Lock()
+    self._closed = False
     self.service = service_lib.EnvironmentService(
         self.specs, self._server.act, options.token(),
         max_episodes=options.max_episodes,
@@ -212,7 +213,6 @@ class RemoteEnvironmentNode:
     self._grpc, self.port = service_lib.serve(
         self.service, options.host, options.port, tls=options.tls(),
         max_sessions=options.max_sessions)
-    self._closed = False
     logging.info('remote: serving %s on %s (specs %s).',
                  service_lib.SERVICE, self.address(), self.specs)
     if options.address_file:
@@ -237,12 +237,16 @@ class RemoteEnvironmentNode:
     return stats
 
   def _stepped(self) -> None:
+    if self._closed:  # Stopping: the counter and monitor may be gone.
+      return
     with self._report_lock:
       self._reporter.report(1, [], [])
 
   def _episode_ended(self, episode_return: float, length: int,
                      truncated: bool) -> None:
     del truncated
+    if self._closed:
+      return
     with self._report_lock:
       self._reporter.report(0, [episode_return], [length])
 
