@@ -66,6 +66,7 @@ class SlotBackend:
     self.num_actions = num_actions
     self.num_batches = 0
     self.num_calls = 0
+    self.closed = False
     self._batched = launch.batched_handler(
         max_batch_size, timeout=batch_timeout_ms / 1000.0)(self._run_batch)
 
@@ -87,6 +88,8 @@ class SlotBackend:
     return int(result['action']), int(result['version'])
 
   def _run_batch(self, *arrays) -> dict:
+    if self.closed:
+      raise RuntimeError(f'{type(self).__name__} is closed.')
     steps = Steps(*[np.asarray(a) for a in arrays])
     slots = [int(s) for s in steps.slot]
     if len(set(slots)) != len(slots):
@@ -106,6 +109,16 @@ class SlotBackend:
             'mean_batch_size': self.num_calls / max(self.num_batches, 1)}
 
   def close(self) -> None:
+    pass
+
+
+def abort_adder(adder: Any) -> None:
+  """Closes an adder's writer without flushing: a flush blocked in another
+  thread (a full table whose learner stopped) then raises instead of
+  waiting forever, so that a closing node's threads end."""
+  try:
+    adder._writer.close()  # pylint: disable=protected-access
+  except Exception:  # pylint: disable=broad-except
     pass
 
 

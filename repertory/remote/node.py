@@ -118,6 +118,17 @@ class RemoteInferenceServer(inference.InferenceServer):
 
   unsupported: dict = {}
 
+  def close(self) -> None:
+    """Closes the channel and aborts the unroll writers (see
+    `acting.abort_adder`)."""
+    from repertory.remote import acting  # pylint: disable=g-import-not-at-top
+    super().close()
+    with self._lock:
+      slots = list(self._slots.values())
+    for slot in slots:
+      if slot.adder is not None:
+        acting.abort_adder(slot.adder)
+
   def act(self, slot, step_type, reward, discount, observation, mask,
           logged_action, logged_logits) -> Tuple[int, int]:
     """One step of one slot (the service's `act`); blocks for its batch."""

@@ -159,9 +159,7 @@ class RoundBackend(acting.SlotBackend):
     return stats
 
   def close(self) -> None:
+    self.closed = True
     self._closed.set()
-    for slot in self._slots.values():
-      try:
-        slot.adder.close()
-      except Exception:  # pylint: disable=broad-except
-        pass
+    for slot in list(self._slots.values()):
+      acting.abort_adder(slot.adder)
