@@ -71,10 +71,20 @@ def apply(config: Any, overrides: Mapping[str, str], owner: str = 'config'
 
 
 def field_docs(cls: type) -> Dict[str, str]:
-  """{field: its text} from the 'Attributes:' section of a dataclass's
-  docstring (Google style: `name: text`, continued on indented lines)."""
+  """{field: its text} from the 'Attributes:' sections of a dataclass's
+  docstring and its dataclass bases' (Google style: `name: text`, continued
+  on indented lines)."""
   docs: Dict[str, str] = {}
-  lines = inspect.getdoc(cls).splitlines() if cls.__doc__ else []
+  for base in reversed(cls.__mro__[1:]):
+    if dataclasses.is_dataclass(base):
+      docs.update(_own_field_docs(base))
+  docs.update(_own_field_docs(cls))
+  return docs
+
+
+def _own_field_docs(cls: type) -> Dict[str, str]:
+  docs: Dict[str, str] = {}
+  lines = inspect.cleandoc(cls.__doc__).splitlines() if cls.__doc__ else []
   inside, name, indent, docs_depth = False, None, 0, 0
   for line in lines:
     stripped = line.strip()

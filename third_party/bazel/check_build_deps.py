@@ -2,11 +2,14 @@
 
 Reads every BUILD file of the workspace (outside .bazelignore'd folders and
 nested workspaces) without running Bazel, parses the sources of each
-`py_library`, `py_binary`, `py_test` and `repertory_py_test` target, and
-reports:
+`py_library`, `py_binary`, `py_test`, `repertory_py_test` and
+`repertory_agent` (a py_library of the folder's .py files and the kit) target,
+and reports:
 
 - missing edges: a source imports a first-party module (`repertory...`,
-  `tests...`) whose file belongs to a target that is not in `deps`;
+  `tests...`) whose file belongs to a target that is not in `deps` (nor in
+  the deps of a bundle in `deps`: a `py_library` without `srcs`, which
+  gathers deps, like `//repertory/components:kit`);
 - unused edges: a dependency none of the target's sources imports;
 - layering: a component (`//repertory/components/...`) that depends on or
   imports an agent, an agent that imports a launch backend;
@@ -53,6 +56,8 @@ FIRST_PARTY = ('repertory', 'tests', 'examples', 'benchmarks',
 # Folders whose every module is in a py_library (one per folder).
 LIBRARY_FOLDERS = ('repertory', 'examples', 'benchmarks')
 PY_RULES = ('py_library', 'py_binary', 'py_test', 'repertory_py_test')
+# What `repertory_agent` (repertory/agents/defs.bzl) adds to an agent's deps.
+AGENT_KIT = '//repertory/components:kit'
 COMPONENTS = '//repertory/components/'
 AGENTS = '//repertory/agents/'
 # (targets under, modules they must not import, why): see DESIGN.md.
@@ -182,6 +187,12 @@ def read_package(root: str, package: str) -> List[Target]:
     return None
 
   scope = {rule: make_rule(rule) for rule in PY_RULES}
+
+  def repertory_agent(name, deps=(), **attrs):  # //repertory/agents:defs.bzl
+    scope['py_library'](name, srcs=glob(['*.py']),
+                        deps=[AGENT_KIT] + list(deps), **attrs)
+
+  scope['repertory_agent'] = repertory_agent
   scope.update(glob=glob, load=ignore, package=ignore,
                exports_files=ignore, select=lambda d: d.get(
                    '//conditions:default', []))
@@ -319,6 +330,11 @@ def load_targets(root: str) -> List[Target]:
   return targets
 
 
+def is_bundle(target: Target) -> bool:
+  """A `py_library` without sources: it only gathers deps (see `check`)."""
+  return target.kind == 'py_library' and not target.srcs
+
+
 def check(root: str, targets: List[Target], suggest: bool = False
           ) -> Tuple[List[str], Dict[str, Set[str]]]:
   """Compares targets' deps with their imports.
@@ -372,8 +388,17 @@ def check(root: str, targets: List[Target], suggest: bool = False
         tested.add(src)
         needed |= conftests_needed(root, src, owner, problems, t.label)
     needed.discard(t.label)
-    all_needed[t.label] = needed
     declared = set(d for d in t.deps if not d.startswith('@'))
+    # A py_library without srcs is a bundle: depending on it provides its
+    # deps (Bazel puts them on the path), and it is used if one is needed.
+    provided = {d: set(by_label[d].deps) for d in declared
+                if d in by_label and is_bundle(by_label[d])}
+    used_bundles = {d for d, deps in provided.items() if deps & needed}
+    if is_bundle(t):
+      needed = declared  # Its deps are what it is for.
+    else:
+      needed = (needed - set().union(*provided.values())) | used_bundles
+    all_needed[t.label] = needed
     missing = sorted(needed - declared)
     unused = sorted(declared - needed - t.keep)
     for dep in missing:

@@ -126,6 +126,54 @@ def test_an_unused_edge_is_reported_unless_kept(tmp_path):
   assert _problems(root) == []
 
 
+def test_a_bundle_provides_its_deps_and_is_used_through_them(tmp_path):
+  kit = {'repertory/components/BUILD': '''
+      py_library(name = "kit", deps = ["//repertory/components/losses"])
+      '''}
+  impala = '\n'.join([
+      'py_library(', '    name = "impala",', '    srcs = glob(["*.py"]),',
+      '    deps = [{deps}],', ')'])
+  root = _workspace(tmp_path, **kit, **{
+      'repertory/agents/impala/BUILD': impala.format(
+          deps='"//repertory/components:kit"')})
+  assert _problems(root) == []
+  # Listing a dep the bundle provides as well is an unused edge.
+  _write(root, {'repertory/agents/impala/BUILD': impala.format(
+      deps='"//repertory/components:kit", "//repertory/components/losses"')})
+  assert _problems(root) == [
+      '//repertory/agents/impala:impala: unused dep '
+      '//repertory/components/losses:losses (no source imports it; mark it '
+      '`# keep` if it is needed all the same)']
+  # A bundle none of whose deps is imported is unused.
+  _write(root, {'repertory/agents/impala/__init__.py': 'import os\n'})
+  _write(root, {'repertory/agents/impala/BUILD': impala.format(
+      deps='"//repertory/components:kit"')})
+  assert _problems(root) == [
+      '//repertory/agents/impala:impala: unused dep '
+      '//repertory/components:kit (no source imports it; mark it `# keep` if '
+      'it is needed all the same)']
+
+
+def test_an_agent_macro_target_depends_on_the_kit(tmp_path):
+  root = _workspace(tmp_path, **{
+      'repertory/components/BUILD': '''
+          py_library(name = "kit", deps = ["//repertory/components/losses"])
+          ''',
+      'repertory/agents/impala/BUILD': '''
+          load("//repertory/agents:defs.bzl", "repertory_agent")
+
+          repertory_agent(name = "impala")
+          '''})
+  assert _problems(root) == []
+  _write(root, {'repertory/agents/impala/__init__.py':
+                    'from repertory import core\n'})
+  assert _problems(root) == [
+      '//repertory/agents/impala:impala: missing dep //repertory:core '
+      '(its sources import it)',
+      '//repertory/agents/impala:impala: unused dep //repertory/components:kit'
+      ' (no source imports it; mark it `# keep` if it is needed all the same)']
+
+
 def test_a_module_named_by_string_is_a_dependency(tmp_path):
   root = _workspace(tmp_path, **{'repertory/agents/BUILD': '''
       py_library(name = "agents", srcs = glob(["*.py"]))

@@ -15,73 +15,69 @@ advantage is exactly 0 and nothing leaks across the reset.
 
 from typing import Any, Dict, List, Tuple
 
-from absl import logging
 import dm_env
 import numpy as np
 import tensorflow as tf
 
-from repertory import core
-from repertory import environments
-from repertory import launch
 from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as a3c_networks
 from repertory.components.actor_critic import mlp_policy as networks_lib
-from repertory.components.actors import limit_tf_threads
+from repertory.components.actor_critic import rollout_actor
 from repertory.components import losses
 from repertory.components import networks
-from repertory.components import variables
-from repertory.components.evaluation import episodes
 
 _FIRST = int(dm_env.StepType.FIRST)
 
 
-class A3CActor(core.Worker):
-  """Acts, computes gradients locally and pushes them to the learner."""
+class _Rollout:
+  """An adder that keeps one rollout in memory (`UnrollAdder`'s layout):
+  `take()` returns `[T+1, N]` observations, rewards, discounts and step
+  types and `[T, N]` actions, and starts the next rollout at the last step."""
 
-  def __init__(self,
-               actor_id: int,
-               config: config_lib.Config,
-               env: str,
-               envs_per_actor: int,
-               seed: int,
-               learner: Any,
-               counter: Any = None,
-               monitor: Any = None):
-    """Builds the environments, the local network and its loss.
+  def __init__(self):
+    self._steps, self._actions = [], []
 
-    Args:
-      actor_id: this actor's index.
-      config: A3C's `Config`.
-      env: environment spec for `repertory.environments`.
-      envs_per_actor: environments stepped per policy call.
-      seed: seed of the first environment (the others follow) and of the
-        action sampling.
-      learner: the learner (client): `get_variables`, `update`.
-      counter: optional counter (client): `increment(actor_steps=...)`.
-      monitor: optional run monitor (client): `record_episodes(...)`.
-    """
-    limit_tf_threads()
-    self._actor_id = actor_id
-    self._config = config
-    self._num_envs = envs_per_actor
-    self._environment = environments.make_batched(env, envs_per_actor,
-                                                  seed=seed)
-    self._episodes = episodes.EpisodeTracker(envs_per_actor)
-    observation_spec = self._environment.observation_spec()
-    action_spec = self._environment.action_spec()
+  def add_first(self, timestep: dm_env.TimeStep) -> None:
+    self._steps, self._actions = [timestep], []
+
+  def add(self, action: Any, timestep: dm_env.TimeStep, extras=None) -> None:
+    del extras
+    self._actions.append(action)
+    self._steps.append(timestep)
+
+  def set_policy_version(self, version: int) -> None:
+    del version  # The learner is told the version with the gradient.
+
+  def take(self) -> Dict[str, np.ndarray]:
+    steps, actions = self._steps, self._actions
+    self.add_first(steps[-1])
+    stack = lambda field, dtype: np.stack(  # pylint: disable=g-long-lambda
+        [getattr(t, field) for t in steps]).astype(dtype)
+    return {
+        'observation': np.stack([t.observation for t in steps]),
+        'action': np.stack(actions).astype(np.int32),
+        'reward': stack('reward', np.float32),
+        'discount': stack('discount', np.float32),
+        'step_type': stack('step_type', np.int32),
+    }
+
+
+class A3CActor(rollout_actor.RolloutActor):
+  """Acts, computes gradients locally and pushes them to the learner.
+
+  Args: as `RolloutActor`'s (the learner has `get_variables` and `update`).
+  """
+
+  FETCH_TIMEOUT_FIELD = 'push_timeout_s'
+
+  def _setup(self) -> None:
+    self._adder = _Rollout()
     # The eager network computes gradients (once per rollout); the policy
     # acts every step in a graph of its own (no EagerTensor per step).
-    with networks.seeded(seed):  # Its weights are the learner's anyway.
+    with networks.seeded(self._seed):  # The learner's weights anyway.
       self._network = networks_lib.make_network(
-          config.hidden_sizes, observation_spec, action_spec)
+          self._config.hidden_sizes, self.observation_spec, self.action_spec)
     self._variables = a3c_networks.variable_list(self._network)
-    self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
-                                       action_spec, seed=seed)
-    self._learner = learner
-    self._client = variables.VariableClient(
-        learner, networks_lib.POLICY, fetch_timeout_s=config.push_timeout_s)
-    self._reporter = episodes.ActorReporter(counter, monitor)
-    self._timestep = None
     self._gradients = tf.function(self._gradients_impl)
     self.rollouts = 0
     self.last_version = -1
@@ -114,38 +110,16 @@ class A3CActor(core.Worker):
 
   def pull(self) -> int:
     """Fetches the learner's newest weights; returns their version."""
-    self._client.update(wait=True)
-    networks.assign_variables(self._network, self._client.params)
-    self._policy.set_weights(self._client.params)
-    return self._client.version
+    self._weights.update(wait=True)
+    networks.assign_variables(self._network, self._weights.params)
+    self._policy.set_weights(self._weights.params)
+    return self._weights.version
 
   def rollout(self) -> Dict[str, np.ndarray]:
     """Steps every environment `unroll_length` times; returns `[T+1, N]`
     (observations, rewards, discounts, step types) and `[T, N]` actions."""
-    if self._timestep is None:
-      self._timestep = self._environment.reset()
-    timestep = self._timestep
-    observations = [timestep.observation]
-    rewards, discounts = [timestep.reward], [timestep.discount]
-    step_types = [timestep.step_type]
-    actions = []
-    for _ in range(self._config.unroll_length):
-      action, _, _ = self._policy.step(timestep.observation)
-      timestep = self._environment.step(action)
-      self._episodes.observe(timestep.step_type, timestep.reward)
-      actions.append(action)
-      observations.append(timestep.observation)
-      rewards.append(timestep.reward)
-      discounts.append(timestep.discount)
-      step_types.append(timestep.step_type)
-    self._timestep = timestep
-    return {
-        'observation': np.stack(observations),
-        'action': np.stack(actions).astype(np.int32),
-        'reward': np.stack(rewards).astype(np.float32),
-        'discount': np.stack(discounts).astype(np.float32),
-        'step_type': np.stack(step_types).astype(np.int32),
-    }
+    self.collect(self._config.unroll_length)
+    return self._adder.take()
 
   def compute_gradients(self, data: Dict[str, np.ndarray]
                         ) -> Tuple[List[np.ndarray], Dict[str, float]]:
@@ -155,6 +129,11 @@ class A3CActor(core.Worker):
         data['discount'], data['step_type'])
     return ([g.numpy() for g in gradients],
             {k: float(v) for k, v in metrics.items()})
+
+  def round(self, stop) -> bool:
+    del stop
+    self.step()
+    return True
 
   def step(self) -> int:
     """One rollout: pull, act, compute and push a gradient. Returns the
@@ -166,20 +145,5 @@ class A3CActor(core.Worker):
     new_version = version if metrics is None else metrics['learner/version']
     self.rollouts += 1
     self.last_version = int(new_version)
-    self._reporter.report(self._config.unroll_length * self._num_envs,
-                          *self._episodes.pop())
+    self.report(self._config.unroll_length)
     return self.last_version
-
-  def run(self) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set() and self._reporter.acquire(
-          self._config.unroll_length * self._num_envs):
-        self.step()
-    except Exception:  # pylint: disable=broad-except
-      if stop.is_set():  # The learner went away while stopping.
-        logging.info('A3C actor %d stopped.', self._actor_id)
-        return
-      raise
-    finally:
-      self._environment.close()

@@ -12,7 +12,6 @@ of a version ahead of the learner's (a learner restarted from an older
 checkpoint) is dropped and counted.
 """
 
-import os
 from typing import Any, Dict, Optional, Sequence
 
 from absl import logging
@@ -115,9 +114,6 @@ def make_learner(config: config_lib.Config, spec: Any, counter: Any = None,
                  checkpoint: Any = None) -> learners.LearnerHost:
   """The learner node: `A3C` in a push-based `LearnerHost` (actors call its
   `update`). With `logdir`: metrics, checkpoints and the snapshot there."""
-  path = (lambda name: os.path.join(logdir, name)) if logdir else (
-      lambda name: None)
-  return learners.LearnerHost(
-      A3C(config, spec, seed=seed), counter=counter, logdir=path('learner'),
-      checkpoint=checkpoint, checkpoint_dir=path('checkpoints'),
-      snapshot_dir=path('snapshot'), pull=False)
+  return learners.LearnerHost.in_logdir(
+      A3C(config, spec, seed=seed), logdir, counter=counter,
+      checkpoint=checkpoint, pull=False)

@@ -14,18 +14,17 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.a3c import acting
 from repertory.agents.a3c import config as config_lib
+from repertory.agents.a3c import learning
+from repertory.components import actors
+from repertory.components import config_checks
+from repertory.components.actor_critic import mlp_policy
 
 
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
   """Builds the A3C program graph (see the module docstring)."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs an A3C Config, got {config!r}.')
-  # pylint: disable=g-import-not-at-top
-  from repertory.agents.a3c import learning
-  from repertory.components.actor_critic import mlp_policy
-  # pylint: enable=g-import-not-at-top
+  config_checks.require(config, config_lib.Config, 'A3C')
   spec = experiment_lib.environment_spec(experiment.env)
   program = launch.Program('a3c')
   counter = experiment_lib.add_counter(program, experiment.logdir or None)
@@ -39,10 +38,6 @@ def make_program(config: config_lib.Config,
       functools.partial(mlp_policy.make_eval_actor, spec=spec,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed))
-  with program.group('actor'):
-    for actor_id in range(experiment.num_actors):
-      program.add_node(launch.CourierNode(
-          acting.A3CActor, actor_id, config, experiment.env,
-          experiment.envs_per_actor, experiment.actor_seed(actor_id),
-          learner, counter, monitor))
+  actors.add_actor_nodes(program, experiment, launch.CourierNode,
+                         acting.A3CActor, config, learner, counter, monitor)
   return program

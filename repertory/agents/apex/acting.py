@@ -5,16 +5,12 @@ n-step transitions with actor-computed priorities (Horgan et al. 2018,
 import functools
 from typing import Any, Callable, List, Optional
 
-import dm_env
 import numpy as np
 
 from repertory import core
-from repertory import environments
 from repertory.components import adders
-from repertory.components import variables as variables_lib
 from repertory.components.actors import epsilon_greedy as eg
 from repertory.components.actors import replay_actor
-from repertory.components.actors.feed_forward import limit_tf_threads
 
 
 class ApexPriority:
@@ -43,49 +39,24 @@ class ApexActor(replay_actor.ReplayActor):
   batches.
   """
 
-  def __init__(self,
-               actor_id: int,
-               config: Any,
-               experiment: Any,
-               make_network: Callable[[Any, Any], Any],
-               replay_client: Any,
-               table: str,
-               variable_source: Any,
-               counter: Any = None,
-               monitor: Any = None):
-    limit_tf_threads()
-    self._actor_id = actor_id
-    self._config = config
-    seed = experiment.actor_seed(actor_id)
-    self._envs: List[dm_env.Environment] = [
-        environments.make(experiment.env, seed=seed + j)
-        for j in range(experiment.envs_per_actor)]
-    spec = adders.make_environment_spec(self._envs[0])
-    self._policy = eg.batch_policy(lambda: make_network(spec, config,
-                                                     build=False),
-                                spec.observations)
-    self._action_dtype = np.dtype(spec.actions.dtype)
-    self._client = variables_lib.VariableClient(
-        variable_source, 'policy',
-        update_period=config.variable_update_period)
-    self._epsilon = eg.apex_epsilon(actor_id, experiment.num_actors,
-                                 config.epsilon, config.epsilon_alpha)
-    self._rng = np.random.RandomState(seed)
+  def _make_policy(self, spec: Any, make_network: Callable[..., Any]) -> Any:
+    return eg.batch_policy(
+        lambda: make_network(spec, self._config, build=False),
+        spec.observations)
+
+  def _make_adders(self, replay_client: Any, table: str) -> List[Any]:
+    config = self._config
     self._priorities = [ApexPriority() for _ in self._envs]
-    self._adders = [
+    self._q_values: Optional[np.ndarray] = None
+    return [
         adders.NStepTransitionAdder(
             replay_client, n_step=config.n_step, discount=config.discount,
-            table=table, actor_id=actor_id,
+            table=table, actor_id=self._actor_id,
             priority_fn=(p if config.initial_priority == 'actor' else
                          functools.partial(replay_actor.constant_priority,
                                            config.constant_priority)),
             max_in_flight_items=config.max_in_flight_items)
         for p in self._priorities]
-    self._timesteps = [env.reset() for env in self._envs]
-    for adder, timestep in zip(self._adders, self._timesteps):
-      adder.add_first(timestep)
-    self._start_bookkeeping(len(self._envs), counter, monitor)
-    self._q_values: Optional[np.ndarray] = None
 
   def step(self) -> None:
     """One policy call, then one step in every environment."""

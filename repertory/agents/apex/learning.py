@@ -7,7 +7,6 @@ import functools
 import tensorflow as tf
 
 from repertory.agents.apex import networks
-from repertory.components import learners
 from repertory.components import losses
 from repertory.components.learners import prioritized
 
@@ -32,19 +31,7 @@ class ApexLearner(prioritized.PrioritizedReplay):
           q_tm1, data['action'], data['reward'], data['discount'],
           target_q_t, tf.stop_gradient(selector_q_t))
       loss = tf.reduce_mean(weights * td.loss)
-    gradients = tape.gradient(loss, self._online_vars)
-    gradients, norm = tf.clip_by_global_norm(gradients,
-                                             self._config.max_gradient_norm)
-    applied = learners.apply_if_finite(self._optimizer, gradients,
-                                       self._online_vars, loss)
-    priorities = tf.abs(td.td_error) + 1e-6
-    return {
-        'applied': applied,
-        'loss': loss,
-        'gradient_norm': norm,
-        'q_mean': tf.reduce_mean(q_tm1),
-        'priority_mean': tf.reduce_mean(priorities),
-    }, info.key, priorities, data['policy_version']
+    return self._apply(tape, loss, q_tm1, tf.abs(td.td_error) + 1e-6, sample)
 
 
 make_learner = functools.partial(prioritized.make_learner, ApexLearner,

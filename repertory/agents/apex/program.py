@@ -5,8 +5,6 @@ from typing import Any
 
 import numpy as np
 
-from repertory import experiment as experiment_lib
-from repertory import launch
 from repertory.agents.apex import acting
 from repertory.agents.apex import config as config_lib
 from repertory.agents.apex import learning
@@ -24,14 +22,6 @@ def make_tables(config: config_lib.Config, spec: Any):
   return [replay_program.prioritized_table(config, signature)]
 
 
-def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
-  """Builds the Ape-X program graph."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs an apex.Config, got '
-                    f'{type(config).__name__}.')
-  return replay_program.make_replay_program(
-      'apex', config, experiment, experiment_lib.environment_spec(
-          experiment.env), make_tables, learning.make_learner,
-      acting.ApexActor, acting.make_eval_actor, networks.make_network)
+make_program = replay_program.program_maker(
+    'apex', config_lib.Config, make_tables, learning.make_learner,
+    acting.ApexActor, acting.make_eval_actor, networks.make_network)

@@ -15,6 +15,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.impala import acting
 from repertory.agents.impala import config as config_lib
+from repertory.components import actors
 from repertory.components.actor_critic import tables
 
 TABLE = tables.TABLE
@@ -49,10 +50,7 @@ def make_program(config: config_lib.Config,
       program, experiment, counter, learner,
       functools.partial(eval_acting.make_eval_actor, config, spec),
       replay=replay)
-  with program.group('actor'):
-    for i in range(experiment.num_actors):
-      program.add_node(launch.PyClassNode(
-          acting.ImpalaActor, i, config, experiment.env,
-          experiment.envs_per_actor, experiment.actor_seed(i), learner,
-          replay, TABLE, counter=counter, monitor=monitor))
+  actors.add_actor_nodes(program, experiment, launch.PyClassNode,
+                         acting.ImpalaActor, config, learner, replay, TABLE,
+                         counter=counter, monitor=monitor)
   return program

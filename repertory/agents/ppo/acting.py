@@ -16,15 +16,9 @@ from typing import Any, Optional
 from absl import logging
 import numpy as np
 
-from repertory import core
-from repertory import environments
-from repertory import launch
-from repertory.components.actors import limit_tf_threads
 from repertory.agents.ppo import config as config_lib
-from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components import adders
-from repertory.components import variables
-from repertory.components.evaluation import episodes
+from repertory.components.actor_critic import rollout_actor
 
 # The queue of unrolls between PPO actors and learner.
 QUEUE = 'queue'
@@ -39,8 +33,12 @@ def extras_spec() -> dict:
           'value': np.zeros((), np.float32)}
 
 
-class PPOActor(core.Worker):
-  """Collects one round of `unroll_length` steps per policy version."""
+class PPOActor(rollout_actor.RolloutActor):
+  """Collects one round of `unroll_length` steps per policy version.
+
+  Args: as `RolloutActor`'s, with `replay` (a `reverb.Client` of the server
+  holding the queue) and a learner with `wait_for_version`.
+  """
 
   def __init__(self,
                actor_id: int,
@@ -52,48 +50,24 @@ class PPOActor(core.Worker):
                learner: Any,
                counter: Any = None,
                monitor: Any = None):
-    """Builds the environments, the policy and the adder.
+    self._replay = replay
+    super().__init__(actor_id, config, env, envs_per_actor, seed, learner,
+                     counter, monitor)
 
-    Args:
-      actor_id: this actor's index (recorded in its unrolls).
-      config: PPO's `Config`.
-      env: environment spec for `repertory.environments`.
-      envs_per_actor: environments stepped per policy call.
-      seed: seed of the first environment (the others follow) and of the
-        action sampling.
-      replay: a `reverb.Client` of the server holding the queue.
-      learner: the learner (client): `get_variables`, `wait_for_version`.
-      counter: optional counter (client): `increment(actor_steps=...)`.
-      monitor: optional run monitor (client): `record_episodes(...)`.
-    """
-    limit_tf_threads()
-    self._actor_id = actor_id
-    self._config = config
-    self._num_envs = envs_per_actor
-    self._environment = environments.make_batched(env, envs_per_actor,
-                                                  seed=seed)
-    self._episodes = episodes.EpisodeTracker(envs_per_actor)
-    observation_spec = self._environment.observation_spec()
-    action_spec = self._environment.action_spec()
-    self._policy = networks_lib.Policy(config.hidden_sizes, observation_spec,
-                                       action_spec, seed=seed)
-    self._learner = learner
-    self._client = variables.VariableClient(
-        learner, networks_lib.POLICY, fetch_timeout_s=config.round_timeout_s)
+  def _setup(self) -> None:
+    config, replay = self._config, self._replay
     self._adder = adders.UnrollAdder(
         replay, QUEUE, unroll_length=config.unroll_length,
-        num_envs=envs_per_actor, actor_id=actor_id,
+        num_envs=self._num_envs, actor_id=self._actor_id,
         environment_spec=adders.EnvironmentSpec(
-            observation_spec, action_spec, None, None),
+            self.observation_spec, self.action_spec, None, None),
         extras_spec=extras_spec())
-    self._reporter = episodes.ActorReporter(counter, monitor)
-    self._timestep = None
-    self._version: Optional[int] = None
+    self._round_version: Optional[int] = None
 
   @property
   def version(self) -> Optional[int]:
     """The version of the last round collected (None before the first)."""
-    return self._version
+    return self._round_version
 
   def wait_for_round(self, version: Optional[int], stop=None) -> Optional[int]:
     """Waits until the learner serves `version`, then holds its weights.
@@ -123,13 +97,13 @@ class PPOActor(core.Worker):
         logging.log_every_n_seconds(
             logging.INFO, 'PPO actor %d waiting for version %d (learner at '
             '%d).', 10, self._actor_id, version, served)
-    self._client.update(wait=True)
-    held = self._client.version
+    self._weights.update(wait=True)
+    held = self._weights.version
     if version is not None and held != version:
       raise RuntimeError(
           f'PPO actor {self._actor_id} waited for version {version} but the '
           f'learner serves {held}: the synchronous rounds are out of step.')
-    self._policy.set_weights(self._client.params)
+    self._policy.set_weights(self._weights.params)
     return held
 
   def collect_round(self, version: int) -> int:
@@ -137,38 +111,17 @@ class PPOActor(core.Worker):
 
     Returns the number of environment steps taken.
     """
-    if self._timestep is None:
-      self._timestep = self._environment.reset()
-      self._adder.add_first(self._timestep)
-    self._adder.set_policy_version(version)
-    timestep = self._timestep
-    for _ in range(self._config.unroll_length):
-      action, log_prob, value = self._policy.step(timestep.observation)
-      timestep = self._environment.step(action)
-      self._episodes.observe(timestep.step_type, timestep.reward)
-      self._adder.add(action, timestep,
-                      extras={'log_prob': log_prob, 'value': value})
-    self._timestep = timestep
+    self._set_version(version)
+    self.collect(self._config.unroll_length)
     self._adder.flush()  # The whole round is on the server before we wait.
-    steps = self._config.unroll_length * self._num_envs
-    self._reporter.report(steps, *self._episodes.pop())
-    self._version = version
-    return steps
+    self.report(self._config.unroll_length)
+    self._round_version = version
+    return self._config.unroll_length * self._num_envs
 
-  def run(self) -> None:
-    stop = launch.stop_event()
-    try:
-      while not stop.is_set() and self._reporter.acquire(
-          self._config.unroll_length * self._num_envs):
-        wanted = None if self._version is None else self._version + 1
-        version = self.wait_for_round(wanted, stop)
-        if version is None:
-          return
-        self.collect_round(version)
-    except Exception:  # pylint: disable=broad-except
-      if stop.is_set():  # The learner or queue went away while stopping.
-        logging.info('PPO actor %d stopped.', self._actor_id)
-        return
-      raise
-    finally:
-      self._environment.close()
+  def round(self, stop) -> bool:
+    wanted = None if self._round_version is None else self._round_version + 1
+    version = self.wait_for_round(wanted, stop)
+    if version is None:
+      return False
+    self.collect_round(version)
+    return True

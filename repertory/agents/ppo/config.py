@@ -3,6 +3,10 @@
 import dataclasses
 from typing import Optional, Tuple
 
+from repertory.components import config_checks
+
+_PREFIX = 'PPO Config: '
+
 
 @dataclasses.dataclass
 class Config:
@@ -65,32 +69,15 @@ class Config:
   eval_greedy: bool = True
 
   def __post_init__(self):
-    for name in ('unroll_length', 'num_epochs', 'num_minibatches'):
-      if getattr(self, name) < 1:
-        raise ValueError(f'PPO Config: {name} must be >= 1, got '
-                         f'{getattr(self, name)!r}.')
-    for name in ('learning_rate', 'adam_epsilon', 'clip_epsilon',
-                 'round_timeout_s'):
-      if not getattr(self, name) > 0:
-        raise ValueError(f'PPO Config: {name} must be > 0, got '
-                         f'{getattr(self, name)!r}.')
-    for name in ('value_clip_epsilon', 'max_grad_norm'):
-      value = getattr(self, name)
-      if value is not None and not value > 0:
-        raise ValueError(f'PPO Config: {name} must be > 0 or None (off), got '
-                         f'{value!r}.')
-    for name in ('discount', 'gae_lambda'):
-      if not 0.0 <= getattr(self, name) <= 1.0:
-        raise ValueError(f'PPO Config: {name} must be in [0, 1], got '
-                         f'{getattr(self, name)!r}.')
-    for name in ('value_cost', 'entropy_cost', 'anneal_steps'):
-      if getattr(self, name) < 0:
-        raise ValueError(f'PPO Config: {name} must be >= 0, got '
-                         f'{getattr(self, name)!r}.')
-    if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
-      raise ValueError('PPO Config: hidden_sizes must be positive widths, got '
-                       f'{self.hidden_sizes!r}.')
-    self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+    config_checks.check_ranges(
+        self, _PREFIX,
+        at_least_one=('unroll_length', 'num_epochs', 'num_minibatches'),
+        above_zero=('learning_rate', 'adam_epsilon', 'clip_epsilon',
+                    'round_timeout_s'),
+        above_zero_or_none=('value_clip_epsilon', 'max_grad_norm'),
+        unit=('discount', 'gae_lambda'),
+        at_least_zero=('value_cost', 'entropy_cost', 'anneal_steps'))
+    self.hidden_sizes = config_checks.widths(self, _PREFIX, 'hidden_sizes')
 
   def items_per_round(self, num_actors: int, envs_per_actor: int) -> int:
     """Unrolls (one per environment) the learner trains on per round."""

@@ -16,7 +16,6 @@ its advantage is made exactly 0, so GAE does not leak across the reset.
 """
 
 import collections
-import os
 from typing import Any, Dict, Optional
 
 import dm_env
@@ -182,16 +181,11 @@ def make_learner(config: config_lib.Config, spec: Any, replay: Any,
                  checkpoint: Any = None) -> learners.LearnerHost:
   """The learner node: `PPO` in a `LearnerHost` that publishes one version
   per round. With `logdir`: metrics, checkpoints and the snapshot there."""
-  path = (lambda name: os.path.join(logdir, name)) if logdir else (
-      lambda name: None)
   collector = rounds.RoundCollector(replay, table, num_actors, envs_per_actor,
                                     config.round_timeout_s)
   algorithm = PPO(config, spec, collector,
                   config.steps_per_round(num_actors, envs_per_actor),
                   anneal_steps=anneal_steps, seed=seed)
-  host = learners.LearnerHost(
-      algorithm, counter=counter, logdir=path('learner'),
-      checkpoint=checkpoint, checkpoint_dir=path('checkpoints'),
-      snapshot_dir=path('snapshot'), one_version_per_step=True,
-      count_every_seconds=0.0)
-  return host
+  return learners.LearnerHost.in_logdir(
+      algorithm, logdir, counter=counter, checkpoint=checkpoint,
+      one_version_per_step=True, count_every_seconds=0.0)

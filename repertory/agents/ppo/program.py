@@ -13,6 +13,10 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import config as config_lib
+from repertory.agents.ppo import learning
+from repertory.components import actors
+from repertory.components import config_checks
+from repertory.components.actor_critic import mlp_policy
 from repertory.remote import program as remote_lib
 
 
@@ -33,12 +37,8 @@ def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig,
                  remote_options=None) -> launch.Program:
   """Builds the synchronous PPO program graph (see the module docstring)."""
-  if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs a PPO Config, got {config!r}.')
-  # pylint: disable=g-import-not-at-top
-  from repertory.agents.ppo import learning
-  from repertory.components.actor_critic import mlp_policy
-  # pylint: enable=g-import-not-at-top
+  config_checks.require(config, config_lib.Config, 'PPO')
+  program = launch.Program('ppo')
   spec = experiment_lib.environment_spec(experiment.env)
   # Remote clients (docs/remote.md): one writer, actor 0, of num_actors x
   # envs_per_actor unrolls per round.
@@ -47,7 +47,6 @@ def make_program(config: config_lib.Config,
                                  experiment.envs_per_actor) if remote else
                                 (experiment.num_actors,
                                  experiment.envs_per_actor))
-  program = launch.Program('ppo')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, spec, num_actors, envs_per_actor)))
@@ -73,10 +72,7 @@ def make_program(config: config_lib.Config,
         acting.QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)
     return program
-  with program.group('actor'):
-    for actor_id in range(experiment.num_actors):
-      program.add_node(launch.CourierNode(
-          acting.PPOActor, actor_id, config, experiment.env,
-          experiment.envs_per_actor, experiment.actor_seed(actor_id), replay,
-          learner, counter, monitor))
+  actors.add_actor_nodes(program, experiment, launch.CourierNode,
+                         acting.PPOActor, config, replay, learner, counter,
+                         monitor)
   return program

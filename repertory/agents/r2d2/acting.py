@@ -137,55 +137,34 @@ class R2D2Actor(replay_actor.ReplayActor):
   episode.
   """
 
-  def __init__(self,
-               actor_id: int,
-               config: Any,
-               experiment: Any,
-               make_network: Callable[[Any, Any], Any],
-               replay_client: Any,
-               table: str,
-               variable_source: Any,
-               counter: Any = None,
-               monitor: Any = None):
-    limit_tf_threads()
-    self._actor_id = actor_id
-    self._config = config
-    seed = experiment.actor_seed(actor_id)
-    self._envs: List[dm_env.Environment] = [
-        make_environment(experiment.env, seed + j)
-        for j in range(experiment.envs_per_actor)]
-    spec = adders.make_environment_spec(self._envs[0])
-    self._action_dtype = np.dtype(spec.actions.dtype)
-    self._policy = graph_recurrent_policy(
-        lambda: make_network(spec, config, build=False), spec.observations,
-        config.lstm_size)
-    self._client = variables_lib.VariableClient(
-        variable_source, 'policy',
-        update_period=config.variable_update_period)
-    self._epsilon = eg.apex_epsilon(
-        actor_id, experiment.num_actors, config.epsilon, config.epsilon_alpha)
-    self._rng = np.random.RandomState(seed)
+  make_environment = staticmethod(make_environment)
+
+  def _make_policy(self, spec: Any, make_network: Callable[..., Any]) -> Any:
+    return graph_recurrent_policy(
+        lambda: make_network(spec, self._config, build=False),
+        spec.observations, self._config.lstm_size)
+
+  def _make_adders(self, replay_client: Any, table: str) -> List[Any]:
+    config = self._config
     if config.initial_priority == 'actor':
       priority_fn = R2D2Priority(config)
     else:
       priority_fn = functools.partial(replay_actor.constant_priority,
                                       config.constant_priority)
-    self._adders = [
+    return [
         adders.SequenceAdder(
             replay_client, table, sequence_length=config.sequence_length,
             period=config.sequence_period,
             end_of_episode_behavior=adders.EndBehavior.CONTINUE,
-            actor_id=actor_id, priority_fn=priority_fn,
+            actor_id=self._actor_id, priority_fn=priority_fn,
             max_in_flight_items=config.max_in_flight_items)
         for _ in self._envs]
-    num_envs = len(self._envs)
-    self._state = {
-        'hidden': np.zeros((num_envs, config.lstm_size), np.float32),
-        'cell': np.zeros((num_envs, config.lstm_size), np.float32)}
-    self._timesteps = [env.reset() for env in self._envs]
-    for adder, timestep in zip(self._adders, self._timesteps):
-      adder.add_first(timestep)
-    self._start_bookkeeping(num_envs, counter, monitor)
+
+  def _start(self) -> None:
+    num_envs, size = len(self._envs), self._config.lstm_size
+    self._state = {'hidden': np.zeros((num_envs, size), np.float32),
+                   'cell': np.zeros((num_envs, size), np.float32)}
+    super()._start()
 
   def step(self) -> None:
     """One recurrent policy call, then one step in every environment."""

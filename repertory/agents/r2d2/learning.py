@@ -11,7 +11,6 @@ import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.r2d2 import networks as r2d2_networks
-from repertory.components import learners
 from repertory.components.learners import prioritized
 from repertory.components import losses
 from repertory.components import networks as networks_lib
@@ -163,20 +162,9 @@ class R2D2Learner(prioritized.PrioritizedReplay):
       per_sequence = tf.reduce_sum(valid * td.loss, axis=0) / tf.maximum(
           tf.reduce_sum(valid, axis=0), 1.0)  # [B]
       loss = tf.reduce_mean(weights * per_sequence)
-    gradients = tape.gradient(loss, self._online_vars)
-    gradients, norm = tf.clip_by_global_norm(gradients,
-                                             config.max_gradient_norm)
-    applied = learners.apply_if_finite(self._optimizer, gradients,
-                                       self._online_vars, loss)
     priorities = losses.r2d2_priority(valid * td.td_error,
                                       config.priority_eta) + 1e-6  # [B]
-    return {
-        'applied': applied,
-        'loss': loss,
-        'gradient_norm': norm,
-        'q_mean': tf.reduce_mean(online_q),
-        'priority_mean': tf.reduce_mean(priorities),
-    }, info.key, priorities, data['policy_version']
+    return self._apply(tape, loss, online_q, priorities, sample)
 
 
 make_learner = functools.partial(prioritized.make_learner, R2D2Learner,

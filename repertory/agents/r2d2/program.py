@@ -6,8 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from repertory import experiment as experiment_lib
-from repertory import launch
 from repertory.agents.r2d2 import acting
 from repertory.agents.r2d2 import config as config_lib
 from repertory.agents.r2d2 import learning
@@ -41,27 +39,33 @@ def make_tables(config: config_lib.Config, spec: Any):
   return [replay_program.prioritized_table(config, signature)]
 
 
-def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig,
-                 remote_options=None) -> launch.Program:
-  """Builds the R2D2 program graph (the same graph as Ape-X's)."""
+_make_local_program = replay_program.program_maker(
+    'r2d2', config_lib.Config, make_tables, learning.make_learner,
+    acting.R2D2Actor, acting.make_eval_actor, networks.make_network,
+    environment_spec=environment_spec)
+
+
+def make_program(config: config_lib.Config, experiment: Any,
+                 remote_options: Any = None) -> Any:
+  """Builds the R2D2 program graph; with `--env=remote:<spec>` the remote
+  environment service acts instead of the actors (docs/remote.md)."""
+  if not remote_lib.is_remote(experiment.env):
+    return _make_local_program(config, experiment)
   if not isinstance(config, config_lib.Config):
-    raise TypeError(f'make_program needs an r2d2.Config, got '
-                    f'{type(config).__name__}.')
+    raise TypeError(f'make_program of r2d2 needs a {config_lib.__name__}.'
+                    f'Config, got {type(config).__name__}.')
   spec = environment_spec(experiment.env)
-  add_actors = None
-  if remote_lib.is_remote(experiment.env):  # Remote clients act: docs/remote.md
-    add_actors = functools.partial(
-        remote_lib.add_sequence_service, logdir=experiment.logdir,
-        options=remote_options, make_policy=functools.partial(
-            acting.graph_recurrent_policy, functools.partial(
-                networks.make_network, spec, config, build=False),
-            spec.observations, config.lstm_size),
-        oar_spec=spec, config=config, priority_fn=(
-            acting.R2D2Priority(config) if config.initial_priority == 'actor'
-            else functools.partial(acting.replay_actor.constant_priority,
-                                   config.constant_priority)),
-        num_epsilons=experiment.num_actors, seed=experiment.seed)
+  add_actors = functools.partial(
+      remote_lib.add_sequence_service, logdir=experiment.logdir,
+      options=remote_options, make_policy=functools.partial(
+          acting.graph_recurrent_policy, functools.partial(
+              networks.make_network, spec, config, build=False),
+          spec.observations, config.lstm_size),
+      oar_spec=spec, config=config, priority_fn=(
+          acting.R2D2Priority(config) if config.initial_priority == 'actor'
+          else functools.partial(acting.replay_actor.constant_priority,
+                                 config.constant_priority)),
+      num_epsilons=experiment.num_actors, seed=experiment.seed)
   return replay_program.make_replay_program(
       'r2d2', config, experiment, spec, make_tables, learning.make_learner,
       acting.R2D2Actor, acting.make_eval_actor, networks.make_network,

@@ -12,7 +12,6 @@ Transition t -> t+1 is not real when step t+1 is FIRST (the batched
 environment reset there); those, and dropped unrolls, are masked out.
 """
 
-import os
 from typing import Any, Dict, Optional
 
 from absl import logging
@@ -195,10 +194,6 @@ def make_learner(config: config_lib.ActorCriticConfig, spec: Any,
   go to `<logdir>/learner`, checkpoints to `<logdir>/checkpoints` (per the
   experiment's `checkpoint` settings) and the snapshot on stop to
   `<logdir>/snapshot`."""
-  path = (lambda name: os.path.join(logdir, name)) if logdir else (
-      lambda name: None)
-  return learners.LearnerHost(
-      VTrace(config, spec, replay, table, seed=seed), counter=counter,
-      logdir=path('learner'), checkpoint=checkpoint,
-      checkpoint_dir=path('checkpoints'), snapshot_dir=path('snapshot'),
-      log_every=config.learner_log_every, train=config.train)
+  return learners.LearnerHost.in_logdir(
+      VTrace(config, spec, replay, table, seed=seed), logdir,
+      counter=counter, checkpoint=checkpoint, log_every=config.learner_log_every, train=config.train)

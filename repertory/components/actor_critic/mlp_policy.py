@@ -50,8 +50,8 @@ class Policy:
   """The policy-value network's batched acting step (see `GraphFunction`:
   it runs in a graph of its own, so acting creates no `EagerTensor`s).
 
-  `step(observation [N, ...])` returns numpy `(action [N] int32,
-  log_prob [N], value [N])`: actions are sampled (or, with `greedy`, the most
+  `act(observation [N, ...])` returns numpy `(action [N] int32,
+  log_prob [N], value [N])` (`step` is the same as a `core.Policy`): actions are sampled (or, with `greedy`, the most
   likely ones), log_prob is log π(action | observation). `set_weights` takes
   the learner's `{name: array}` (`networks.get_variables` of the network
   `make_network` builds); until then the weights are freshly initialised.
@@ -79,11 +79,26 @@ class Policy:
                        tf.as_dtype(observation_spec.dtype)),
          tf.TensorSpec((2,), tf.int64)])
 
-  def step(self, observation: np.ndarray
-           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+  def act(self, observation: np.ndarray
+          ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`(action [N], log_prob [N], value [N])` for `[N, ...]` observations."""
     seed = self._rng.randint(0, 2**31 - 1, size=2, dtype=np.int64)
     action, log_prob, value = self._function(np.asarray(observation), seed)
     return action, log_prob, value
+
+  # --- core.Policy (feedforward: no state), for `BatchedActor` ------------
+
+  def initial_state(self, batch_size: int) -> Tuple[()]:
+    del batch_size
+    return ()
+
+  def step(self, observation: np.ndarray, state: Any, first: Any
+           ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Any]:
+    """`act` as a `core.Policy` step; the extras are
+    `{'log_prob': [N], 'value': [N]}` (what PPO's unrolls store)."""
+    del first
+    action, log_prob, value = self.act(observation)
+    return action, {'log_prob': log_prob, 'value': value}, state
 
   def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
     self._function.set_weights(weights)
@@ -118,7 +133,7 @@ class EvalActor(core.Actor):
     self._version = -1
 
   def select_action(self, observation):
-    action, _, _ = self._policy.step(np.asarray(observation)[None])
+    action, _, _ = self._policy.act(np.asarray(observation)[None])
     return action[0]
 
   def observe_first(self, timestep) -> None:

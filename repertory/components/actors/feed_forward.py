@@ -29,7 +29,7 @@ class FeedForwardActor(core.Actor):
   """Acts on the logits of a Sonnet network with a learner's weights.
 
   `act(observations [N, ...])` returns `[N]` int32 actions from one compiled
-  call (a batched actor's step); `select_action(observation)` is the same on
+  call (as a `core.Policy`, `step` is `act`: a `BatchedActor` runs it); `select_action(observation)` is the same on
   one observation, so the actor is also the single-environment evaluation
   actor `experiment.add_monitor` asks for. It records nothing (no adder).
   Building one calls `limit_tf_threads()`: in a process where TensorFlow has
@@ -97,6 +97,24 @@ class FeedForwardActor(core.Actor):
   def act(self, observations: Any) -> np.ndarray:
     """`[N]` int32 actions for a batch of observations."""
     return self._sample(observations).numpy()
+
+  # --- core.Policy (feedforward: no state), for `BatchedActor` ------------
+
+  def initial_state(self, batch_size: int) -> Any:
+    del batch_size
+    return ()
+
+  def step(self, observation: Any, state: Any, first: Any) -> Any:
+    """`act` as a `core.Policy` step: `(actions, extras, ())`; extras are
+    `{}` unless `act` returns `(actions, extras)`."""
+    del first
+    action = self.act(observation)
+    if isinstance(action, tuple):
+      return action[0], action[1], state
+    return action, {}, state
+
+  def set_weights(self, weights: Any) -> None:
+    networks.assign_variables(self.network, weights)
 
   def select_action(self, observation: Any) -> np.ndarray:
     return self.act(np.asarray(observation)[None])[0]

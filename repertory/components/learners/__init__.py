@@ -9,4 +9,5 @@ from repertory.components.learners.finite import create_optimizer_state
 from repertory.components.learners.algorithm import Algorithm
 from repertory.components.learners.algorithm import Update
 from repertory.components.learners.host import LearnerHost
+from repertory.components.learners.host_serving import ServingHost
 from repertory.components.learners.host_results import HostResults

@@ -12,30 +12,28 @@ child `Counter` and logs.
                           checkpoint_dir=logdir + '/checkpoints')
     learner.run()     # until the program stops; get_variables meanwhile
 
-The algorithm's side is `algorithm.py`; docs/protocols.md has both.
+The algorithm's side is `algorithm.py`, the serving and checkpoint side
+`host_serving.py`; docs/protocols.md has the protocols.
 `step(version)` gets the version the store serves (the behaviour policy's
 version is compared with it for the policy lag) and returns within about a
 second when no data comes, so that the host notices a stop.
 """
 
-import threading
+import os
 import time
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional
 
 from absl import logging
 
-from repertory import core
 from repertory import launch
 from repertory.components import checkpointing
 from repertory.components import counting
-from repertory.components.learners import fault_tolerance
+from repertory.components.learners import host_serving
 from repertory.components.learners.algorithm import Algorithm
 from repertory.components.learners.algorithm import Update
-from repertory.components.model_store import store as store_lib
-from repertory.components.variables import store as variables_lib
 
 
-class LearnerHost(core.Learner):
+class LearnerHost(host_serving.ServingHost):
   """Runs an `Algorithm`: serves, checkpoints, counts, logs, stops.
 
   Args:
@@ -43,12 +41,8 @@ class LearnerHost(core.Learner):
     counter: the run's `Counter` (or its handle); counts go through a child
       counter that sends them at most every `count_every_seconds`.
     logdir: where the learner's metrics go (None: terminal only).
-    checkpoint: the experiment's `CheckpointSettings`.
-    checkpoint_dir: if set, resume from the latest checkpoint there, write
-      checkpoints per `checkpoint`, roll back after non-finite updates and
-      write a final checkpoint when the program stops.
-    snapshot_dir: if set, export the algorithm's policy snapshot there when
-      the program stops (after the final checkpoint).
+    checkpoint, checkpoint_dir, snapshot_dir: see `ServingHost` (resume,
+      checkpoints, rollback, the snapshot on stop).
     log_every: log the metrics every this many steps.
     count_every_seconds: the child counter's time delta.
     train: False serves the initial variables and never steps.
@@ -70,95 +64,28 @@ class LearnerHost(core.Learner):
                one_version_per_step: bool = False):
     if not isinstance(log_every, int) or log_every < 1:
       raise ValueError(f'log_every must be a positive int, got {log_every!r}.')
-    self._algorithm = algorithm
     self._train, self._pull = train, pull
     self._one_version_per_step = one_version_per_step
-    self._store = variables_lib.VariableStore(algorithm.policy_variables())
     self._counter = (counting.Counter(counter, time_delta=count_every_seconds)
                      if counter is not None else None)
     from repertory.components import loggers  # pylint: disable=g-import-not-at-top
-    self._logger = loggers.make_logger('learner', logdir=logdir)
+    self._logger = loggers.make_logger('learner', logdir=logdir,
+                                       steps_key='learner/steps')
     self._log_every = log_every
-    self._steps = 0
+    super().__init__(algorithm, checkpoint, checkpoint_dir, snapshot_dir)
     self._last_log = (time.monotonic(), 0)
-    self._snapshot_dir = snapshot_dir
-    self._guard = None
-    self._nonfinite = 0
-    self._plain_lock = threading.RLock()  # Without a guard (no checkpoints).
-    if checkpoint_dir is not None:
-      settings = checkpoint or checkpointing.CheckpointSettings()
-      self._guard = fault_tolerance.FaultTolerance(
-          store_lib.ModelStore(
-              checkpoint_dir, algorithm.save(), max_to_keep=settings.to_keep,
-              checkpoint_every_steps=settings.every_steps,
-              checkpoint_every_minutes=settings.every_minutes),
-          self._store, algorithm.policy_variables,
-          max_bad_updates=settings.max_bad_updates)
-      restored = self._guard.resume()
-      if restored is not None:
-        self._steps = restored.step
-        algorithm.restore(restored)
-    if snapshot_dir is not None and launch.get_launch_type() is not None:
-      # After the guard's final checkpoint (stop handlers run in order).
-      launch.register_stop_handler(self._final_snapshot)
 
-  # --- VariableSource -------------------------------------------------------
-
-  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
-    return self._store.get_variables(names)
-
-  def variables_channel_address(self) -> str:
-    """`get_variables` over TCP (`VariableClient(transport='tcp')`)."""
-    return self._store.variables_channel_address()
-
-  def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
-    """Blocks up to `timeout_s` until `version` is published; returns the
-    version served then (smaller than `version` on timeout)."""
-    try:
-      return self._store.wait_for_version(version, timeout_s)
-    except TimeoutError:
-      return self._store.version
-
-  @property
-  def version(self) -> int:
-    return self._store.version
-
-  @property
-  def steps(self) -> int:
-    return self._steps
-
-  @property
-  def algorithm(self) -> Algorithm:
-    return self._algorithm
-
-  @property
-  def guard(self) -> Optional[fault_tolerance.FaultTolerance]:
-    return self._guard
-
-  # --- checkpoints and snapshots --------------------------------------------
-
-  def rollback(self, version: Optional[int] = None,
-               tag: Optional[str] = None) -> int:
-    """Restores checkpoint `version` (or `tag`; default: the latest) and
-    republishes its weights as a new, higher version, which it returns."""
-    if self._guard is None:
-      raise ValueError('rollback() needs a learner built with checkpoint_dir.')
-    return self._guard.rollback(version=version, tag=tag)
-
-  def export_snapshot(self, path: str) -> str:
-    """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""
-    with self._lock():
-      return self._algorithm.export_snapshot(path)
-
-  def _final_snapshot(self) -> None:
-    try:
-      logging.info('Policy snapshot exported to %s.',
-                   self.export_snapshot(self._snapshot_dir))
-    except Exception:  # pylint: disable=broad-except
-      logging.exception('Exporting the policy snapshot failed.')
-
-  def _lock(self):
-    return self._guard.lock if self._guard else self._plain_lock
+  @classmethod
+  def in_logdir(cls, algorithm: Algorithm, logdir: Optional[str],
+                snapshot: bool = True, **kwargs: Any) -> 'LearnerHost':
+    """A host whose metrics go to `<logdir>/learner`, checkpoints to
+    `<logdir>/checkpoints` and (with `snapshot`) the policy snapshot on stop
+    to `<logdir>/snapshot`; `logdir` None: terminal only, no checkpoints.
+    `kwargs` are the other arguments of `LearnerHost`."""
+    path = lambda name: os.path.join(logdir, name) if logdir else None  # pylint: disable=g-long-lambda
+    return cls(algorithm, logdir=path('learner'),
+               checkpoint_dir=path('checkpoints'),
+               snapshot_dir=path('snapshot') if snapshot else None, **kwargs)
 
   # --- stepping -------------------------------------------------------------
 
@@ -170,15 +97,6 @@ class LearnerHost(core.Learner):
       return self.status()
     data = self._algorithm.fetch(self._store.version)
     return None if data is None else self.update(*data)
-
-  def status(self) -> Dict[str, Any]:
-    """Steps, version, skipped updates and rollbacks so far."""
-    status = {'learner/steps': self._steps,
-              'learner/version': self._store.version,
-              'learner/nonfinite_updates': self._nonfinite}
-    if self._guard is not None:
-      status['learner/rollbacks'] = self._guard.rollbacks
-    return status
 
   def update(self, *data: Any) -> Optional[Dict[str, Any]]:
     """`algorithm.step(version, *data)`, one at a time, and what follows:

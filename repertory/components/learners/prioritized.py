@@ -5,16 +5,16 @@ back asynchronously. An agent adds its own `_sgd_step`:
     class MyQLearner(PrioritizedReplay):
       @tf.function(autograph=False)
       def _sgd_step(self, sample):      # a `reverb.ReplaySample` batch
-        ...
-        return metrics, sample.info.key, priorities, data['policy_version']
+        with tf.GradientTape() as tape:
+          ...                           # loss, priorities from the TD errors
+        return self._apply(tape, loss, q_values, priorities, sample)
 
-where `metrics` holds 'applied' (`learners.apply_if_finite`). Run it in a
+(`_apply` clips and applies the gradients if finite). Run it in a
 `LearnerHost`; the sample is taken in `fetch`, outside the host's lock.
 """
 
 from typing import Any, Callable, Dict, Optional
 
-import os
 
 import numpy as np
 import sonnet as snt
@@ -105,6 +105,22 @@ class PrioritizedReplay(host.Algorithm):
   def _sgd_step(self, sample):
     raise NotImplementedError
 
+  def _apply(self, tape: tf.GradientTape, loss: tf.Tensor,
+             q_values: tf.Tensor, priorities: tf.Tensor, sample: Any):
+    """How every `_sgd_step` ends: the loss's gradients clipped to
+    `max_gradient_norm` and applied if finite; returns what `step` takes
+    (metrics, keys, new priorities, behaviour versions)."""
+    gradients = tape.gradient(loss, self._online_vars)
+    gradients, norm = tf.clip_by_global_norm(gradients,
+                                             self._config.max_gradient_norm)
+    applied = finite.apply_if_finite(self._optimizer, gradients,
+                                     self._online_vars, loss)
+    metrics = {'applied': applied, 'loss': loss, 'gradient_norm': norm,
+               'q_mean': tf.reduce_mean(q_values),
+               'priority_mean': tf.reduce_mean(priorities)}
+    return (metrics, sample.info.key, priorities,
+            sample.data['policy_version'])
+
   def flush(self) -> None:
     """Waits until queued priority updates reached the table."""
     self._priorities.flush()
@@ -122,8 +138,6 @@ def make_learner(algorithm: Callable[..., PrioritizedReplay],
   make_network, replay, table, seed=seed)` in a `LearnerHost`; with
   `logdir`, metrics and checkpoints there (use with functools.partial)."""
   from repertory.components.learners import host  # pylint: disable=g-import-not-at-top
-  return host.LearnerHost(
+  return host.LearnerHost.in_logdir(
       algorithm(config, spec, make_network, replay, table, seed=seed),
-      counter=counter, checkpoint=checkpoint,
-      logdir=os.path.join(logdir, 'learner') if logdir else None,
-      checkpoint_dir=os.path.join(logdir, 'checkpoints') if logdir else None)
+      logdir, snapshot=False, counter=counter, checkpoint=checkpoint)

@@ -93,3 +93,32 @@ def make_replay_program(name: str, config: Any,
           actor_ctor, i, config, experiment, make_network, replay, TABLE,
           learner, counter, monitor))
   return program
+
+
+def program_maker(name: str, config_type: type,
+                  make_tables: Callable[[Any, str], Any],
+                  make_learner: Callable[..., Any],
+                  actor_ctor: Callable[..., Any],
+                  make_eval_actor: Callable[..., Any],
+                  make_network: Callable[[Any, Any], Any],
+                  environment_spec: Callable[[str], Any] = None
+                  ) -> Callable[[Any, experiment_lib.ExperimentConfig],
+                                launch.Program]:
+  """An agent's `make_program(config, experiment)`: checks that `config` is
+  a `config_type`, computes the environment spec once
+  (`environment_spec(experiment.env)`, default
+  `experiment.environment_spec`) and builds `make_replay_program`'s graph."""
+  spec_of = environment_spec or experiment_lib.environment_spec
+
+  def make_program(config: Any, experiment: experiment_lib.ExperimentConfig
+                   ) -> launch.Program:
+    if not isinstance(config, config_type):
+      raise TypeError(f'make_program of {name} needs a '
+                      f'{config_type.__module__}.Config, got '
+                      f'{type(config).__name__}.')
+    return make_replay_program(
+        name, config, experiment, spec_of(experiment.env), make_tables,
+        make_learner, actor_ctor, make_eval_actor, make_network)
+
+  make_program.__doc__ = f'Builds the {name} program graph.'
+  return make_program

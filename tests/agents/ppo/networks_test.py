@@ -27,7 +27,7 @@ def test_policy_matches_the_eager_network(specs):
   policy.set_weights(networks.get_variables(network))
   observation = np.random.RandomState(0).rand(
       6, *observation_spec.shape).astype(observation_spec.dtype)
-  action, log_prob, value = policy.step(observation)
+  action, log_prob, value = policy.act(observation)
   output = network(observation)
   np.testing.assert_allclose(value, output.value.numpy(), rtol=1e-5,
                              atol=1e-6)
@@ -41,7 +41,7 @@ def test_policy_matches_the_eager_network(specs):
                                greedy=True)
   greedy.set_weights(networks.get_variables(network))
   np.testing.assert_array_equal(
-      greedy.step(observation)[0], np.argmax(output.logits.numpy(), -1))
+      greedy.act(observation)[0], np.argmax(output.logits.numpy(), -1))
 
 
 def test_sampling_follows_the_seed(specs):
@@ -49,7 +49,7 @@ def test_sampling_follows_the_seed(specs):
   observation = np.zeros((64,) + observation_spec.shape,
                          observation_spec.dtype)
   draws = [networks_lib.Policy((8,), observation_spec, action_spec,
-                               seed=seed).step(observation)[0]
+                               seed=seed).act(observation)[0]
            for seed in (1, 1, 2)]
   np.testing.assert_array_equal(draws[0], draws[1])
   assert not np.array_equal(draws[0], draws[2])
@@ -61,11 +61,11 @@ def test_acting_leaves_no_python_objects_behind(specs):
   observation = np.zeros((8,) + observation_spec.shape,
                          observation_spec.dtype)
   for _ in range(200):
-    policy.step(observation)
+    policy.act(observation)
   gc.collect()
   before = sys.getallocatedblocks()
   for _ in range(2000):
-    policy.step(observation)
+    policy.act(observation)
   gc.collect()
   # A tf.function step would leave ~4 blocks per call here (8,000).
   assert sys.getallocatedblocks() - before < 200
