@@ -44,9 +44,10 @@ class _Slot:
 
 
 class RoundBackend(acting.SlotBackend):
-  """See module doc. `make_policy()` builds an object with
-  `step(observation [B, ...]) -> (action, log_prob, value)` and
-  `set_weights`; `learner` has `wait_for_version(v, timeout_s)` and
+  """See module doc. `make_policy()` builds a feedforward `core.Policy`
+  (`step(observation [B, ...], state, first) -> (action, extras, state)`,
+  `set_weights`) whose extras are the unrolls' (PPO: `{'log_prob',
+  'value'}`); `learner` has `wait_for_version(v, timeout_s)` and
   `get_variables`."""
 
   unsupported = {
@@ -96,7 +97,9 @@ class RoundBackend(acting.SlotBackend):
     return self._slots[slot]
 
   def _batch(self, steps: acting.Steps) -> Tuple[np.ndarray, int]:
-    action, log_prob, value = self._policy.step(steps.observation)
+    action, extras, _ = self._policy.step(
+        steps.observation, self._policy.initial_state(len(steps.slot)),
+        steps.step_type == acting.FIRST)
     action = np.asarray(action)
     version = self.version
     for k, s in enumerate(steps.slot):
@@ -120,8 +123,9 @@ class RoundBackend(acting.SlotBackend):
         slot.t = 0 if completes else slot.t + 1
         if completes:
           self.written += 1
-      slot.pending = (action[k:k + 1], {'log_prob': log_prob[k:k + 1],
-                                        'value': value[k:k + 1]})
+      slot.pending = (action[k:k + 1],
+                      {name: np.asarray(x)[k:k + 1]
+                       for name, x in extras.items()})
     if self.written >= self._per_round:
       self._next_round()
     return action, version
