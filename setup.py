@@ -35,6 +35,7 @@ INSTALL_REQUIRES = [
     'grpcio>=1.60',  # repertory.remote (already pulled in by TF and Ray)
     'protobuf>=4.25,<5',  # the runtime of repertory/remote/*_pb2.py
     'pandas',  # Results tables of sweeps, RunResult.progress().
+    'tqdm',  # The progress bar on a terminal (loggers.ProgressDisplay).
 ]
 
 EXTRAS_REQUIRE = {
@@ -59,7 +60,7 @@ else:
       'tensorflow[and-cuda]' + _TF_VERSION + '; python_version < "0"']
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +
-        EXTRAS_REQUIRE['games'] +
+        EXTRAS_REQUIRE['games'] + EXTRAS_REQUIRE['tune'] +
         ['pytest', 'pytest-xdist', 'pytest-timeout']))
 
 setuptools.setup(

@@ -35,6 +35,7 @@ from repertory import launch
 from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import evaluation
+from repertory.components import loggers
 from repertory.components.evaluation import monitor as monitor_lib
 
 # The return at which an environment counts as solved (`--stop_at_return=auto`).
@@ -241,19 +242,44 @@ def save_config(agent_config: Any, experiment: ExperimentConfig) -> dict:
   return saved
 
 
-def _tail(path: str, stop: threading.Event) -> None:
-  """Echoes the lines appended to `path` (the monitor's progress, written in
-  another process) from its current end on."""
-  position = os.path.getsize(path) if os.path.exists(path) else 0
-  while not stop.wait(0.5):
+def _tail(path: str, stop: threading.Event, show: Callable[[str], None],
+          start: int) -> None:
+  """Shows each line appended to `path` (the monitor's progress, written in
+  any process) after byte `start`, until `stop` is set and the file is read
+  to its end."""
+  position, partial = start, ''
+  while True:
+    stopping = stop.wait(0.5)
     if os.path.exists(path):
       with open(path) as f:
         f.seek(position)
         text = f.read()
         position = f.tell()
-      if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+      *lines, partial = (partial + text).split('\n')
+      for line in lines:
+        show(line)
+    if stopping:
+      return
+
+
+def resumed_at(logdir: str) -> Optional[str]:
+  """'Resumed at actor_steps=..., learner_steps=... in <logdir>.' when
+  `logdir` holds saved counts (a resumed run), else None."""
+  counts = saved_counts(logdir)
+  if counts is None:
+    return None
+  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
+                    if k in ('actor_steps', 'learner_steps'))
+  return f'Resumed at {steps or "the start (no steps counted)"} in {logdir}.'
+
+
+def saved_counts(logdir: str) -> Optional[Dict[str, float]]:
+  """`<logdir>/counts.json` (the counter's saved counts), if any."""
+  path = os.path.join(logdir, 'counts.json')
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
 
 
 def _agent_module(agent_config: Any) -> Any:
@@ -278,8 +304,10 @@ def run_experiment(agent_config: Any, experiment: ExperimentConfig,
   results.
 
   Writes `config.json`, the node logs (`nodes/`), progress and results into
-  `experiment.logdir`; prints the progress lines as the run goes (in every
-  launch type).
+  `experiment.logdir`; shows the run's progress as it goes, in every launch
+  type: a bar with the share of the budget and an ETA when stderr is a
+  terminal, else the monitor's lines on stdout. A resumed run (its logdir
+  holds counts) first prints "Resumed at ...".
 
   Args:
     agent_config: the agent's `Config`.
@@ -302,18 +330,30 @@ def run_experiment(agent_config: Any, experiment: ExperimentConfig,
   if max_restarts is None:
     max_restarts = {g: 3 for g in ('actor', 'evaluator', 'environment')
                     if g in program.groups}
+  resumed = resumed_at(experiment.logdir)
+  if resumed:
+    print(resumed, flush=True)
+  # This run's own progress lines (a resumed run's log goes on from the
+  # previous ones), in every launch type: a bar on a terminal, else lines.
+  log = os.path.join(experiment.logdir, 'progress.log')
+  start = os.path.getsize(log) if os.path.exists(log) else 0
+  display = loggers.ProgressDisplay(
+      experiment.max_actor_steps,
+      initial=int((saved_counts(experiment.logdir) or {}).get(
+          'actor_steps', 0)))
   stop_tail = threading.Event()
-  if experiment.launch_type in ('local_mp', 'ray'):  # Else printed here.
-    threading.Thread(
-        target=_tail, daemon=True,
-        args=(os.path.join(experiment.logdir, 'progress.log'), stop_tail)
-    ).start()
+  tail = threading.Thread(target=_tail, daemon=True,
+                          args=(log, stop_tail, display.show, start))
+  tail.start()
   try:
-    launch.launch(program, launch_type=experiment.launch_type,
-                  logdir=os.path.join(experiment.logdir, 'nodes'),
-                  max_restarts=dict(max_restarts), block=True)
+    with monitor_lib.lines_shown_elsewhere():
+      launch.launch(program, launch_type=experiment.launch_type,
+                    logdir=os.path.join(experiment.logdir, 'nodes'),
+                    max_restarts=dict(max_restarts), block=True)
   finally:
     stop_tail.set()
+    tail.join(timeout=10)
+    display.close()
   path = os.path.join(experiment.logdir, 'results.json')
   if not os.path.exists(path):
     raise RuntimeError(f'The run ended without writing {path}; see the node '

@@ -50,6 +50,7 @@ from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
 from repertory.components import checkpointing
+from repertory.launch import errors as launch_errors
 from repertory.remote import flags as remote_flags
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
@@ -241,8 +242,6 @@ def main(argv: List[str],
         f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
         f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
         + (' (resuming the run there)' if resuming else ''), flush=True)
-  if resuming:
-    print(resumed_at(experiment.logdir), flush=True)
   groups = [g for g in RESTARTABLE_GROUPS if g in program.groups]
   if _RESTART_LEARNER.value:
     groups.append('learner')
@@ -255,23 +254,13 @@ def main(argv: List[str],
       results = attempt.end()  # This attempt's record (repertory/rundir.py).
   except KeyboardInterrupt:
     sys.exit(interrupted_message(experiment.logdir))
+  except launch.NodeError as e:  # One line; the traceback is in the node log.
+    sys.exit(f'repertory.run: error: {launch_errors.one_line(e)}')
   except RuntimeError as e:
     logging.warning('%s', e)
     sys.exit(1)
   print(json.dumps(results if results is not None else result.results,
                    indent=2, sort_keys=True))
-
-
-def resumed_at(logdir: str) -> str:
-  """'Resumed at actor_steps=..., learner_steps=...' from the saved counts."""
-  path = os.path.join(logdir, 'counts.json')
-  counts = {}
-  if os.path.exists(path):
-    with open(path) as f:
-      counts = json.load(f)
-  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
-                    if k in ('actor_steps', 'learner_steps'))
-  return f'Resumed at {steps or "the start (no counts saved)"} in {logdir}.'
 
 
 def interrupted_message(logdir: str) -> str:
@@ -309,7 +298,8 @@ def run_sweep_from_flags() -> None:
       _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid, logdir=logdir,
       base_seed=flags.FLAGS.seed,
       use_tune=flags.FLAGS.lp_launch_type == 'ray',
-      concurrency=_SWEEP_CONCURRENCY.value)
+      concurrency=_SWEEP_CONCURRENCY.value,
+      ray_address=flags.FLAGS.ray_address)
   print(table.to_string(index=False))
   print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
         f'curves: python -m repertory.plot {logdir}')

@@ -91,27 +91,49 @@ def _run_trial(command: Sequence[str], logdir: str) -> Dict[str, Any]:
     return json.load(f)
 
 
-def _tune_trainable(trial_config: Dict[str, Any]) -> None:
+def _tune_trainable(config: Dict[str, Any]) -> None:
+  """One Tune trial: runs its program (a subprocess of the Tune worker) and
+  reports its results.json."""
   from ray import tune  # pylint: disable=g-import-not-at-top
-  results = _run_trial(trial_config['command'], trial_config['logdir'])
+  trial = config['trial']
+  results = _run_trial(trial['command'], trial['logdir'])
   tune.report({k: v for k, v in results.items()
                if isinstance(v, (int, float, str)) or v is None})
 
 
-def _run_with_tune(commands: Sequence[List[str]], runs: Sequence[dict],
-                   logdir: str, concurrency: int) -> List[Dict[str, Any]]:
-  """The trials as Ray Tune trials on the cluster this process reaches."""
+def _connect(address: Optional[str]) -> None:
+  """Connects this process to the Ray cluster at `address` (else
+  `RAY_ADDRESS`, else 'auto'), refusing one without token authentication
+  as `launch` does."""
   import ray  # pylint: disable=g-import-not-at-top
-  from ray import tune  # pylint: disable=g-import-not-at-top
+  from repertory.launch import ray_auth  # pylint: disable=g-import-not-at-top
+  from repertory.launch import ray_backend  # pylint: disable=g-import-not-at-top
   if not ray.is_initialized():
-    ray.init(address=os.environ.get('RAY_ADDRESS', 'auto'))
+    address = address or os.environ.get('RAY_ADDRESS') or 'auto'
+    host = address.split('://')[-1].rsplit(':', 1)[0]
+    if host in ('127.0.0.1', 'localhost'):  # A cluster on loopback.
+      with ray_backend._loopback_bootstrap():  # pylint: disable=protected-access
+        ray.init(address=address, _node_ip_address='127.0.0.1',
+                 logging_level='WARNING')
+    else:
+      ray.init(address=address, logging_level='WARNING')
+  ray_auth.check_token_auth('ray')
+
+
+def _run_with_tune(commands: Sequence[List[str]], runs: Sequence[dict],
+                   logdir: str, concurrency: int,
+                   ray_address: Optional[str] = None
+                   ) -> List[Dict[str, Any]]:
+  """The trials as Ray Tune trials on the cluster at `ray_address`."""
+  from ray import tune  # pylint: disable=g-import-not-at-top
+  _connect(ray_address)
   space = {'trial': tune.grid_search([
       {'command': c, 'logdir': r['logdir']} for c, r in zip(commands, runs)])}
   tuner = tune.Tuner(
-      lambda config: _tune_trainable(config['trial']),
+      _tune_trainable,
       param_space=space,
       tune_config=tune.TuneConfig(max_concurrent_trials=concurrency),
-      run_config=tune.RunConfig(name='tune',
+      run_config=tune.RunConfig(name='tune', verbose=1,
                                 storage_path=os.path.abspath(logdir)))
   grid = tuner.fit()
   by_logdir = {}
@@ -124,7 +146,8 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
               seeds: int = 1,
               grid: Optional[Mapping[str, Sequence[str]]] = None,
               logdir: str = 'runs/sweep', base_seed: int = 0,
-              use_tune: bool = False, concurrency: int = 1) -> Any:
+              use_tune: bool = False, concurrency: int = 1,
+              ray_address: Optional[str] = None) -> Any:
   """Runs every (grid point, seed) as its own program; returns the table
   (a pandas DataFrame, also written to `<logdir>/sweep.csv`).
 
@@ -137,8 +160,9 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
     logdir: the sweep's directory; trial run directories go below it.
     program: the command that runs one trial: `[sys.executable, '-m',
       'repertory.run']`, or a script built on `run.run()`.
-    use_tune: run the trials as Ray Tune trials (on the Ray cluster that
-      `RAY_ADDRESS` or 'auto' names), `concurrency` at a time.
+    use_tune: run the trials as Ray Tune trials on the Ray cluster at
+      `ray_address` (default: `RAY_ADDRESS`, else 'auto'), `concurrency` at
+      a time; Tune's own records go to `<logdir>/tune`.
   """
   import pandas as pd  # pylint: disable=g-import-not-at-top
   logdir = os.path.abspath(logdir)
@@ -147,7 +171,7 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
   commands = [trial_command(program, base_args, r) for r in runs]
   os.makedirs(logdir, exist_ok=True)
   if use_tune:
-    results = _run_with_tune(commands, runs, logdir, concurrency)
+    results = _run_with_tune(commands, runs, logdir, concurrency, ray_address)
   else:
     results = [_run_trial(c, r['logdir']) for c, r in zip(commands, runs)]
   rows = []

@@ -76,8 +76,8 @@ def test_impala_stops_exactly_at_its_budget_and_evaluates_periodically(
   accumulator = event_accumulator.EventAccumulator(
       os.path.join(tmp_path, 'tensorboard', 'evaluator'))
   accumulator.Reload()
-  assert 'evaluation/return_mean' in accumulator.Tags()['scalars']
-  events = accumulator.Scalars('evaluation/return_mean')
+  assert 'evaluator/return_mean' in accumulator.Tags()['scalars']
+  events = accumulator.Scalars('evaluator/return_mean')
   assert [e.step for e in events] == [int(r['actor_steps']) for r in rows]
 
 

@@ -3,6 +3,7 @@ real run that writes results.json."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -140,3 +141,56 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
                 f'--logdir={logdir}', timeout=800)
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Resumed at actor_steps=' in result.stdout
+
+
+_SCRIPT_WITH_A_REGISTERED_ENV = '''
+import threading
+from repertory import environments
+from repertory import run
+from repertory.environments import catch
+
+
+def make(seed=None):
+  """Builds in the launcher's main thread only (as a registration that does
+  not reach the nodes)."""
+  if threading.current_thread() is not threading.main_thread():
+    raise ValueError("Unknown environment spec 'reacher' (in a node)")
+  return catch.Catch(seed=seed)
+
+
+environments.register('reacher', make)
+if __name__ == '__main__':
+  run.run()
+'''
+
+
+def _run_script(tmp_path, *args):
+  script = os.path.join(tmp_path, 'reacher.py')
+  with open(script, 'w') as f:
+    f.write(_SCRIPT_WITH_A_REGISTERED_ENV)
+  return subprocess.run(
+      [sys.executable, script, '--env=reacher', '--num_actors=1',
+       '--envs_per_actor=1', '--max_actor_steps=100', '--eval_every_steps=0',
+       f'--logdir={os.path.join(tmp_path, "run")}', *args],
+      capture_output=True, text=True, timeout=300)
+
+
+def test_a_name_registered_in_the_launcher_is_refused_for_processes(tmp_path):
+  result = _run_script(tmp_path, '--lp_launch_type=local_mp')
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith('repertory.run: error: Environment '
+                              "'reacher' is registered in this process only")
+  assert 'env=make' in last_line and 'local_mt' in last_line
+  assert not os.path.exists(os.path.join(tmp_path, 'run', 'nodes'))
+
+
+def test_a_node_constructor_error_is_one_line_and_not_restarted(tmp_path):
+  result = _run_script(tmp_path, '--lp_launch_type=local_mt')
+  assert result.returncode == 1
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert re.fullmatch(
+      r"repertory\.run: error: node '(actor|monitor)/0' failed in its "
+      r"constructor: ValueError: Unknown environment spec 'reacher' "
+      r'\(in a node\)', last_line), last_line
+  assert 'restarting it' not in result.stderr  # --max_restarts=3 by default.

@@ -22,19 +22,22 @@ class NodeError(LaunchError):
     node_id: the node's unique id in the program, e.g. 'actor/3'.
     node_traceback: the formatted traceback from the node's process.
     logfile: the node's log (local_mp / ray with output_to_files), or None.
+    phase: 'build' if the node's constructor raised, 'run' if its `run()`
+      or a method did, None if its process died.
   """
 
   def __init__(self, label: str, node_id: str, node_traceback: str,
-               logfile: Optional[str] = None):
+               logfile: Optional[str] = None, phase: Optional[str] = None):
     self.label = label
     self.node_id = node_id
     self.node_traceback = node_traceback
     self.logfile = logfile
+    self.phase = phase
     super().__init__(_describe(label, node_id, node_traceback, logfile))
 
   def __reduce__(self):
-    return (NodeError,
-            (self.label, self.node_id, self.node_traceback, self.logfile))
+    return (NodeError, (self.label, self.node_id, self.node_traceback,
+                        self.logfile, self.phase))
 
 
 class NodeStartError(LaunchError):
@@ -140,9 +143,49 @@ def _rebuild_failure(base, args, state):
   return error
 
 
+def failure_key(error: Optional[BaseException]) -> Optional[tuple]:
+  """(type, message) of a node's exception: two failures with the same key
+  are the same error repeating."""
+  if error is None:
+    return None
+  return (type(error).__module__, type(error).__qualname__, str(error))
+
+
+def one_line(error: BaseException) -> str:
+  """A failed node in one line: its id, where it failed, its exception's
+  type and first line, and its log."""
+  node_id = getattr(error, 'node_id', None)
+  if node_id is None:
+    return f'{type(error).__name__}: {_first_line(str(error))}'
+  if type(error) is NodeError:  # pylint: disable=unidiomatic-typecheck
+    cause = error.__cause__
+    lines = [l.strip() for l in (error.node_traceback or '').splitlines()
+             if l.strip()] or ['(no traceback)']
+    if cause is not None:
+      what = f'{type(cause).__name__}: {_first_line(str(cause))}'
+    elif lines[0].startswith('Traceback'):
+      what = _first_line(lines[-1])  # 'SomeError: message'
+    else:  # e.g. 'The process of unit ... died ...:' and Ray's reason.
+      what = _first_line(' '.join(lines[:2]))
+  else:  # The node's own exception (see node_failure).
+    what = f'{type(error).__name__}: {_first_line(str(error))}'
+  where = {'build': ' in its constructor', 'run': ''}.get(
+      getattr(error, 'phase', None), '')
+  log = getattr(error, 'logfile', None)
+  return (f"node '{node_id}' failed{where}: {what}"
+          + (f' (log: {log})' if log else ''))
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+  lines = [l.strip() for l in text.splitlines() if l.strip()]
+  line = lines[0] if lines else '(no message)'
+  return line if len(line) <= limit else line[:limit - 3] + '...'
+
+
 def node_failure(label: str, node_id: str, node_traceback: str,
                  exception: Optional[BaseException] = None,
-                 logfile: Optional[str] = None) -> NodeError:
+                 logfile: Optional[str] = None,
+                 phase: Optional[str] = None) -> NodeError:
   """The error `wait()` raises for a failed node.
 
   With the node's `exception` (an `Exception`), a copy of it whose class is
@@ -155,7 +198,7 @@ def node_failure(label: str, node_id: str, node_traceback: str,
                                                           LaunchError):
     cls = _failure_class(type(exception))
   if cls is None:
-    error = NodeError(label, node_id, node_traceback, logfile)
+    error = NodeError(label, node_id, node_traceback, logfile, phase)
     if exception is not None:
       error.__cause__ = exception
     return error
@@ -166,6 +209,7 @@ def node_failure(label: str, node_id: str, node_traceback: str,
   error.node_id = node_id
   error.node_traceback = node_traceback
   error.logfile = logfile
+  error.phase = phase
   error.__traceback__ = exception.__traceback__
   error.__cause__ = exception.__cause__
   error.__context__ = exception.__context__

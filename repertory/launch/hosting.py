@@ -35,6 +35,9 @@ class NodeRecord:
     self.thread: Optional[threading.Thread] = None
     self.restarts = 0                   # times rebuilt after a failure
     self.run_returned = False           # run() returned before any stop
+    # Where the node is: 'build' (its constructor) or 'run' (built; its
+    # run() or its methods). A constructor's error is not retried.
+    self.phase = 'build'
 
   @property
   def serving(self) -> bool:
@@ -74,17 +77,25 @@ class NodeHost:
         resolve=lambda nest: handles_lib.resolve(nest, self._runtime.client),
         host_ip=self._host_ip, stop_event=self._runtime.stop_event)
     limit = self._max_restarts.get(node.label, 0)
+    previous = None  # failure_key of the last failure, if any
 
-    def will_restart() -> bool:
-      return not self._runtime.stop_event.is_set() and record.restarts < limit
+    def will_restart(error: BaseException) -> bool:
+      """Whether a failure is retried: not once the program stops or the
+      restarts are spent, nor an error of the constructor or the same error
+      as the last failure (they would only repeat)."""
+      return (isinstance(error, Exception) and
+              not self._runtime.stop_event.is_set() and
+              record.restarts < limit and record.phase == 'run' and
+              errors.failure_key(error) != previous)
     try:
       while True:
         try:
           self._build_and_run(record, ctx, will_restart)
           break
-        except Exception:  # pylint: disable=broad-except
-          if not will_restart():
+        except Exception as e:  # pylint: disable=broad-except
+          if not will_restart(e):
             raise
+          previous = errors.failure_key(e)
           record.restarts += 1
           logging.error('Node %s (%s) failed; restarting it (%d of '
                         'max_restarts=%d):\n%s', node.node_id,
@@ -93,9 +104,8 @@ class NodeHost:
     except BaseException as e:  # pylint: disable=broad-except
       record.exception = e
       record.error = traceback.format_exc()
-      if record.restarts:
-        record.error += (f'(node {node.node_id} had been restarted '
-                         f'{record.restarts} times: max_restarts)\n')
+      record.error += _why_not_restarted(
+          record, limit, errors.failure_key(e) == previous)
       record.blame = _blame(e)
       if self._runtime.stop_event.is_set():
         logging.warning('Node %s raised while the program was stopping:\n%s',
@@ -111,17 +121,18 @@ class NodeHost:
       self._on_finished(record)
 
   def _build_and_run(self, record: NodeRecord, ctx: nodes_lib.BuildContext,
-                     will_restart: Callable[[], bool]) -> None:
+                     will_restart: Callable[[BaseException], bool]) -> None:
+    record.phase = 'build'
     try:
       built = record.node.build(ctx)
     except BaseException as e:
-      # Callers waiting for this node learn why it failed (unless it is
-      # about to be built again).
-      if not (isinstance(e, Exception) and will_restart()):
-        record.exception = e
-        record.error = traceback.format_exc()
-        record.ready.set()
+      # Callers waiting for this node learn why it failed (a constructor's
+      # error is never retried).
+      record.exception = e
+      record.error = traceback.format_exc()
+      record.ready.set()
       raise
+    record.phase = 'run'
     record.built = built
     record.ready.set()
     if built.run is not None:
@@ -257,6 +268,24 @@ class LocalCourierClient(handles_lib.CourierClient):
 
 class NodeKilled(SystemExit):
   """Raised in the thread of a node that ignored the program's stop."""
+
+
+def _why_not_restarted(record: NodeRecord, limit: int, repeated: bool) -> str:
+  """A line on why a failed node of a restartable group was not restarted
+  ('' when its group has no restarts)."""
+  node_id = record.node.node_id
+  if not limit:
+    return ''
+  if record.phase == 'build':
+    return (f'(node {node_id} failed in its constructor: not restarted, '
+            'the same error would repeat)\n')
+  if repeated:
+    return (f'(node {node_id} raised the same error twice in a row: not '
+            f'restarted again after {record.restarts} restarts)\n')
+  if record.restarts:
+    return (f'(node {node_id} had been restarted {record.restarts} times: '
+            'max_restarts)\n')
+  return ''
 
 
 def _blame(error: BaseException) -> Optional[tuple]:

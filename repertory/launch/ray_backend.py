@@ -56,6 +56,16 @@ _LOCAL_SYSTEM_CONFIG = {
 }
 
 
+def _failure_key(error: errors.NodeError) -> Optional[tuple]:
+  """What makes two failures of a node the same error."""
+  if type(error) is not errors.NodeError:  # pylint: disable=unidiomatic-typecheck
+    return errors.failure_key(error)  # The node's own exception.
+  if error.__cause__ is not None:
+    return errors.failure_key(error.__cause__)
+  lines = (error.node_traceback or '').strip().splitlines()
+  return ('traceback', lines[-1] if lines else '')
+
+
 def _actor_name(unit_id: str) -> str:
   return unit_id.replace('/', '_')
 
@@ -193,11 +203,14 @@ class RayNodeRuntime(context.Runtime):
         record = self._error
         if record.blame is not None:  # A node it depends on failed to start.
           label, node_id, tb, exception = record.blame
+          phase = 'build'
         else:
           node = record.node
           label, node_id, tb, exception = (node.label, node.node_id,
                                            record.error, record.exception)
-        return ('error', label, node_id, tb, errors.dumps_or_none(exception))
+          phase = record.phase
+        return ('error', label, node_id, tb, errors.dumps_or_none(exception),
+                phase)
       if self._stop_reason is not None:
         return ('stop', self._stop_reason)
       if self.host.all_done():
@@ -431,6 +444,7 @@ class RayLauncher:
     self._connect_timeout = connect_timeout
     self._max_restarts = dict(max_restarts or {})
     self.restarts: Dict[str, int] = collections.Counter()  # unit id -> count
+    self._last_failure: Dict[str, Optional[tuple]] = {}  # unit -> failure_key
     self.namespace = f'repertory-{program.name}-{program.program_id[:8]}'
     self.error: Optional[errors.NodeError] = None
     self.actors: Dict[str, Any] = collections.OrderedDict()  # unit id -> actor
@@ -565,6 +579,9 @@ class RayLauncher:
     pending = {a.watch.remote(_WATCH_SECS): unit_id
                for unit_id, a in self.actors.items()}
     started = set()
+    # Restarted units whose new process has not started yet: their watch
+    # waits for it (a watch sent earlier may reach the old process).
+    awaiting: Dict[str, Optional[int]] = {}  # unit id -> the old pid
     done_units = self._done_units
     last_placement_log = time.monotonic()
     try:
@@ -577,20 +594,21 @@ class RayLauncher:
         for ref in ready:
           unit_id = pending.pop(ref)
           result = self._result_of(ref, unit_id)
-          if result == 'restarted':
-            pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
+          if isinstance(result, tuple) and result[0] == 'restarted':
+            awaiting[unit_id] = result[1]
             started.discard(unit_id)
             continue
           if result is None:
             continue
           kind = result[0]
           if kind == 'error':
-            _, label, node_id, tb, exception = result
+            _, label, node_id, tb, exception, phase = result
             error = errors.node_failure(
                 label, node_id, tb, errors.loads_or_none(exception),
-                self._logfile(self._unit_of(node_id)))
+                self._logfile(self._unit_of(node_id)), phase)
+            old_pid = self._pid_of(unit_id)
             if self._restart(unit_id, error, kill=True):
-              pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
+              awaiting[unit_id] = old_pid
               started.discard(unit_id)
             else:
               self._fail(error)
@@ -600,6 +618,9 @@ class RayLauncher:
             done_units.add(unit_id)
           else:
             pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
+        for unit_id in [u for u in awaiting if self._restarted(u, awaiting[u])]:
+          del awaiting[unit_id]
+          pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
         if len(done_units) == len(self.actors):
           self.request_stop('every node finished')
         for unit_id, ref in self._start_refs.items():
@@ -621,6 +642,27 @@ class RayLauncher:
       self._teardown_actors()
       self._done.set()
 
+  def _pid_of(self, unit_id: str) -> Optional[int]:
+    """The process id the unit's latest start() reported, if it answered."""
+    ref = self._start_refs.get(unit_id)
+    if ref is None or not ray.wait([ref], timeout=0)[0]:
+      return None
+    try:
+      return ray.get(ref)['pid']
+    except Exception:  # pylint: disable=broad-except
+      return None
+
+  def _restarted(self, unit_id: str, old_pid: Optional[int]) -> bool:
+    """Whether a restarted unit's new process started (a start() that the
+    old process answered is sent again)."""
+    ref = self._start_refs[unit_id]
+    if not ray.wait([ref], timeout=0)[0]:
+      return False
+    if old_pid is not None and self._pid_of(unit_id) == old_pid:
+      self._start_refs[unit_id] = self.actors[unit_id].start.remote()
+      return False
+    return True  # Started (or its start failed: the watch will say so).
+
   def _result_of(self, ref, unit_id: str):
     try:
       return ray.get(ref)
@@ -632,8 +674,9 @@ class RayLauncher:
           unit.label, unit_id,
           f'The process of unit {unit_id} died or could not start:\n{e}',
           self._logfile(unit_id))
+      old_pid = self._pid_of(unit_id)
       if self._restart(unit_id, error, kill=False):
-        return 'restarted'
+        return ('restarted', old_pid)
       self._fail(error)
       return None
 
@@ -649,10 +692,20 @@ class RayLauncher:
     limit = self._max_restarts.get(unit.label, 0)
     if self._stop.is_set() or self.restarts[unit_id] >= limit:
       return False
+    # A node's error (not its process's death) in its constructor, or the
+    # same as its last one, would only repeat.
+    key = _failure_key(error) if kill else None
+    if kill and error.phase == 'build':
+      return False  # _fail's line says "in its constructor".
+    if kill and key == self._last_failure.get(unit_id):
+      logging.error('Unit %s raised the same error twice in a row: not '
+                    'restarted again.', unit_id)
+      return False
+    self._last_failure[unit_id] = key
     self.restarts[unit_id] += 1
     logging.warning('Unit %s failed; restarting it (%d of max_restarts=%d): '
                     '%s', unit_id, self.restarts[unit_id], limit,
-                    str(error).splitlines()[0] if str(error) else error)
+                    errors.one_line(error))
     actor = self.actors[unit_id]
     if kill:
       ray.kill(actor, no_restart=False)
@@ -678,6 +731,9 @@ class RayLauncher:
   def _fail(self, error: errors.NodeError) -> None:
     if self.error is None:
       self.error = error
+      if not self._stop.is_set():
+        logging.error('Stopping program %r: %s', self.program.name,
+                      errors.one_line(error))
     self.request_stop(f'node {error.node_id} failed')
 
   def request_stop(self, reason: str) -> None:

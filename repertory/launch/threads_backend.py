@@ -63,6 +63,8 @@ class ThreadRuntime(context.Runtime):
     with self._stop_lock:
       if self.error is None:
         self.error = failure_of(record)
+        logging.error('Stopping program %r: %s', self.program.name,
+                      errors.one_line(self.error))
     self.request_stop(f'node {record.node.node_id} failed')
 
   def _on_finished(self, record: hosting.NodeRecord) -> None:
@@ -113,6 +115,7 @@ def failure_of(record: hosting.NodeRecord) -> errors.NodeError:
   that of the node it depended on when that one failed to start."""
   if record.blame is not None:
     label, node_id, tb, exception = record.blame
-    return errors.node_failure(label, node_id, tb, exception)
+    return errors.node_failure(label, node_id, tb, exception, phase='build')
   return errors.node_failure(record.node.label, record.node.node_id,
-                             record.error, record.exception)
+                             record.error, record.exception,
+                             phase=record.phase)

@@ -81,7 +81,8 @@ def make_program(config: config_lib.Config,
           environment_spec=adders.EnvironmentSpec(
               spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-          core_state_spec=networks_lib.state_spec(config))
+          core_state_spec=networks_lib.state_spec(config),
+          seed=experiment.seed)
       for s in range(num_servers)]
   if config.inference_placement == 'learner':
     with program.group('learner'):

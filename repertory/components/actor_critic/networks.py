@@ -5,7 +5,7 @@ batched step that zeroes the recurrent state of environments starting a new
 episode, runs the network once over all environments and samples actions.
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from dm_env import specs
 import numpy as np
@@ -58,6 +58,18 @@ def _reset_state(state: Any, first: tf.Tensor) -> Any:
   return tf.nest.map_structure(reset, state)
 
 
+def sample_from_uniform(logits: np.ndarray, uniform: np.ndarray
+                        ) -> np.ndarray:
+  """Categorical actions `[N]` (int32) of `logits` `[N, A]` by inverse CDF:
+  row i takes the first action whose cumulative probability exceeds
+  `uniform[i]` (in [0, 1))."""
+  logits = np.asarray(logits, np.float64)
+  probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  cdf = np.cumsum(probs, axis=-1)
+  below = cdf <= np.asarray(uniform, np.float64)[:, None] * cdf[:, -1:]
+  return np.minimum(below.sum(axis=-1), logits.shape[-1] - 1).astype(np.int32)
+
+
 class Policy:
   """A network's batched acting step, in a graph of its own.
 
@@ -80,6 +92,7 @@ class Policy:
     self.recurrent = bool(config.use_lstm)
     self._config = config
     self._rng = np.random.RandomState(seed)
+    self._greedy = greedy
     recurrent = self.recurrent
 
     def step(network, observation, state, first, sample_seed):
@@ -115,11 +128,18 @@ class Policy:
     zeros = np.zeros((batch_size, self._config.lstm_size), np.float32)
     return snt.LSTMState(hidden=zeros, cell=zeros.copy())
 
-  def step(self, observation: Any, state: Any, first: np.ndarray
+  def step(self, observation: Any, state: Any, first: np.ndarray,
+           uniform: Optional[np.ndarray] = None
            ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Any]:
+    """One batched step. With `uniform` ([N] numbers in [0, 1)), row i's
+    action is drawn from its own number (`sample_from_uniform`) instead of
+    from this policy's random stream: how a server batching several actors
+    gives each actor actions that do not depend on the batching."""
     seed = self._rng.randint(0, 2**31 - 1, size=2, dtype=np.int64)
     action, logits, next_state = self._function(
         np.asarray(observation), state, np.asarray(first, bool), seed)
+    if uniform is not None and not self._greedy:
+      action = sample_from_uniform(logits, uniform)
     if self.recurrent:
       next_state = snt.LSTMState(*next_state)
     return action, {'logits': logits}, next_state

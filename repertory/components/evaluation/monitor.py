@@ -16,11 +16,15 @@ final weights, writes `<logdir>/results.json` and stops the program.
 
 Files: `progress.csv` (one row per progress line, one per evaluation, with
 `eval_return_mean`; what `repertory.plot` reads), `progress.log`, and
-TensorBoard event files under `tensorboard/monitor` (tags `progress/...`) and
-`tensorboard/evaluator` (tags `evaluation/...`), both keyed by actor steps.
+TensorBoard event files under `tensorboard/<node>` keyed by actor steps and
+`tensorboard/by_learner_steps/<node>` keyed by learner steps, for the nodes
+`monitor` (tags `monitor/...`: rates, policy lag, tables), `actor` (tags
+`actor/...`: the training episodes the actors report) and `evaluator` (tags
+`evaluator/...`: the greedy evaluations).
 """
 
 import collections
+import contextlib
 import json
 import os
 import threading
@@ -41,6 +45,25 @@ RECENT_EPISODES = 100
 # The longest the monitor takes to notice the end of a run it was not told of
 # (actors that count through the counter rather than the budget).
 CHECK_EVERY_SECONDS = 0.25
+
+# While > 0, monitors in this process write their lines to progress.log only
+# (`run_experiment` shows that file itself, e.g. as a progress bar).
+_lines_shown_elsewhere = 0
+_lines_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def lines_shown_elsewhere():
+  """Within it, monitors in this process do not print their progress lines
+  (they still write them to progress.log)."""
+  global _lines_shown_elsewhere
+  with _lines_lock:
+    _lines_shown_elsewhere += 1
+  try:
+    yield
+  finally:
+    with _lines_lock:
+      _lines_shown_elsewhere -= 1
 
 
 class RunMonitor:
@@ -113,16 +136,11 @@ class RunMonitor:
     self._episodes_file = open(episodes_path, 'a')  # pylint: disable=consider-using-with
     if new:
       self._episodes_file.write('time,return,length\n')
+    self._tick_episodes = []  # (return, length) since the last progress row.
     # progress.csv is what `python -m repertory.plot` draws.
-    self._progress_files = loggers.Dispatcher([
-        loggers.CSVLogger(logdir, 'progress'),
-        loggers.TensorBoardLogger(
-            os.path.join(logdir, 'tensorboard', 'monitor'), 'actor_steps',
-            prefix='progress'),
-    ])
-    self._evaluation_board = loggers.TensorBoardLogger(
-        os.path.join(logdir, 'tensorboard', 'evaluator'), 'actor_steps',
-        prefix='evaluation')
+    self._progress_csv = loggers.CSVLogger(logdir, 'progress')
+    self._boards = {node: tensorboard_files(logdir, node)
+                    for node in ('monitor', 'actor', 'evaluator')}
 
   # Called by actors and learners (usually through `handle.futures`).
 
@@ -133,6 +151,8 @@ class RunMonitor:
     now = time.time()
     with self._lock:
       self._returns.extend(float(r) for r in returns)
+      self._tick_episodes.extend(
+          (float(r), int(n)) for r, n in zip(returns, lengths))
       self._num_episodes += len(returns)
       if not self._episodes_file.closed:
         self._episodes_file.write(''.join(
@@ -169,8 +189,8 @@ class RunMonitor:
     row.update(evaluation)
     with self._lock:
       self._evaluation = dict(row)
-      self._progress_files.write(row)
-      self._evaluation_board.write(
+      self._progress_csv.write(row)
+      self._boards['evaluator'].write(
           {k[len('eval_'):] if k.startswith('eval_') else k: v
            for k, v in row.items()})
     if final:
@@ -230,8 +250,7 @@ class RunMonitor:
           next_progress = time.monotonic() + self._period
           summary = self.summary()
           self._log_progress(summary)
-          with self._lock:
-            self._progress_files.write(summary)
+          self._write_progress(summary)
           counts = self._counter.get_counts()
           lag = (float(counts.get('policy_lag_sum', 0.0)),
                  int(counts.get('policy_lag_items', 0)))
@@ -245,16 +264,16 @@ class RunMonitor:
           return
     finally:
       with self._lock:
-        self._progress_files.close()  # Flushes progress.csv and TensorBoard.
-        self._evaluation_board.close()
+        self._progress_csv.close()  # Flushes progress.csv and TensorBoard.
+        for board in self._boards.values():
+          board.close()
         self._episodes_file.close()
 
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""
     summary = self.summary()
     self._log_progress(summary)  # Where the run ended.
-    with self._lock:
-      self._progress_files.write(summary)  # The curves' last point.
+    self._write_progress(summary)  # The curves' last point.
     logging.info('Evaluating the final weights over %d episodes.',
                  self._eval_episodes)
     actor = self._make_eval_actor(self._variable_source)
@@ -276,6 +295,27 @@ class RunMonitor:
                    f' over {results["eval_episodes"]} episodes; wrote {path}')
     self._results = results
     return results
+
+  def _write_progress(self, summary: Mapping[str, Any]) -> None:
+    """A progress row: progress.csv, and TensorBoard's `monitor/...` (the
+    run's figures) and `actor/...` (the training episodes since the last
+    row: their mean return and length; the mean of the last 100)."""
+    steps = {'actor_steps': summary['actor_steps'],
+             'learner_steps': summary['learner_steps']}
+    episode_keys = ('episodes', 'episode_return_mean')
+    with self._lock:
+      episodes, self._tick_episodes = self._tick_episodes, []
+      self._progress_csv.write(summary)
+      self._boards['monitor'].write(
+          {k: v for k, v in summary.items() if k not in episode_keys})
+      actor = dict(steps, episodes=summary['episodes'],
+                   episode_return_mean=summary['episode_return_mean'],
+                   steps_per_second=summary['actor_steps_per_second'])
+      if episodes:
+        actor['episode_return'] = float(np.mean([r for r, _ in episodes]))
+        if all(n > 0 for _, n in episodes):  # Lengths were reported.
+          actor['episode_length'] = float(np.mean([n for _, n in episodes]))
+      self._boards['actor'].write(actor)
 
   def _done(self) -> bool:
     """True once the budget is spent or the judged return is reached."""
@@ -351,9 +391,23 @@ class RunMonitor:
 
   def _log_line(self, line: str) -> None:
     line = f'[{time.time() - self._start:7.1f}s] {line}'
-    print(line, flush=True)
+    if not _lines_shown_elsewhere:
+      print(line, flush=True)
     with open(os.path.join(self._logdir, 'progress.log'), 'a') as f:
       f.write(line + '\n')
+
+
+def tensorboard_files(logdir: str, node: str) -> loggers.Logger:
+  """The TensorBoard events of `node`'s rows, tags `<node>/<key>`: keyed by
+  actor steps in `<logdir>/tensorboard/<node>`, and by learner steps in
+  `<logdir>/tensorboard/by_learner_steps/<node>` (rows carry both counts)."""
+  board = os.path.join(logdir, 'tensorboard')
+  return loggers.Dispatcher([
+      loggers.TensorBoardLogger(os.path.join(board, node), 'actor_steps',
+                                prefix=node),
+      loggers.TensorBoardLogger(os.path.join(board, 'by_learner_steps', node),
+                                'learner_steps', prefix=node),
+  ])
 
 
 def _jsonable(values: Mapping[str, Any]) -> dict:

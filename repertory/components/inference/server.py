@@ -24,8 +24,13 @@ environment back. Concurrent calls of many actors are stacked by
 The policy is any object with `initial_state(n)`, `step(observation [B, ...],
 state, first [B]) -> (action [B], extras, next_state)` and
 `set_weights(weights)`, built inside the server's process by `make_policy()`.
+A policy whose `step` also takes `uniform` ([B] numbers in [0, 1)) gets each
+actor's numbers from a random stream of that actor's own (seeded by the server's
+`seed` and the actor id), so an actor's actions do not depend on which other
+actors shared its batch.
 """
 
+import inspect
 import threading
 from typing import Any, Callable, Dict
 
@@ -42,8 +47,10 @@ _FIRST = 0  # dm_env.StepType.FIRST
 class _ActorSlot:
   """What the server keeps for one actor (all of its environments)."""
 
-  def __init__(self, run_id: int, state: Any, adder: Any):
+  def __init__(self, run_id: int, state: Any, adder: Any,
+               rng: np.random.RandomState):
     self.run_id = run_id
+    self.rng = rng                # This actor's action sampling.
     self.state = state            # nest of [N, ...]: the state before the
     # environments' current step (not yet reset for FIRST steps).
     self.adder = adder
@@ -73,7 +80,8 @@ class InferenceServer:
                variable_name: str = 'policy',
                environment_spec: Any = None,
                extras_spec: Any = None,
-               core_state_spec: Any = None):
+               core_state_spec: Any = None,
+               seed: int = 0):
     """Builds the policy and waits for the first weights.
 
     Args:
@@ -90,12 +98,17 @@ class InferenceServer:
       variable_name: the variable group to fetch.
       environment_spec, extras_spec, core_state_spec: specs of ONE
         environment for the `UnrollAdder`s (see `UnrollAdder`).
+      seed: with the actor id, seeds each actor's action sampling (for a
+        policy whose `step` takes `uniform`).
     """
     if unroll_length < 1 or envs_per_actor < 1 or max_batch_size < 1:
       raise ValueError(
           'unroll_length, envs_per_actor and max_batch_size must be >= 1, got '
           f'{unroll_length}, {envs_per_actor}, {max_batch_size}.')
     self._policy = make_policy()
+    self._seed = seed
+    self._uniform = 'uniform' in inspect.signature(
+        self._policy.step).parameters
     self._client = variables.VariableClient(
         variable_source, variable_name,
         update_period=variable_update_period)
@@ -156,7 +169,7 @@ class InferenceServer:
           environment_spec=env_spec, extras_spec=extras_spec,
           core_state_spec=state_spec)
     return _ActorSlot(run_id, self._policy.initial_state(self._num_envs),
-                      adder)
+                      adder, np.random.RandomState([self._seed, actor_id]))
 
   def _refresh_weights(self) -> None:
     self._client.update()
@@ -209,8 +222,12 @@ class InferenceServer:
     states = tree.map_structure(lambda *xs: np.concatenate(xs),
                                 *[s.state for s in slots])
     first = flat(step_type == _FIRST)
+    kwargs = {}
+    if self._uniform:
+      kwargs['uniform'] = np.concatenate([s.rng.random_sample(n)
+                                          for s in slots])
     action, extras, next_state = self._policy.step(
-        tree.map_structure(flat, observation), states, first)
+        tree.map_structure(flat, observation), states, first, **kwargs)
 
     for k, slot in enumerate(slots):
       rows = slice(k * n, (k + 1) * n)

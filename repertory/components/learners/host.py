@@ -69,7 +69,8 @@ class LearnerHost(host_serving.ServingHost):
     self._counter = (counting.Counter(counter, time_delta=count_every_seconds)
                      if counter is not None else None)
     from repertory.components import loggers  # pylint: disable=g-import-not-at-top
-    self._logger = loggers.make_logger('learner', logdir=logdir)
+    self._logger = loggers.make_logger('learner', logdir=logdir,
+                                       steps_key='learner/steps')
     self._log_every = log_every
     super().__init__(algorithm, checkpoint, checkpoint_dir, snapshot_dir)
     self._last_log = (time.monotonic(), 0)

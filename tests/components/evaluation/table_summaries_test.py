@@ -89,5 +89,5 @@ def test_tables_sizes_and_samples_per_insert(tmp_path):
                                                 'monitor', '*'))
              for event in tf.compat.v1.train.summary_iterator(path)
              for value in event.summary.value
-             if value.tag == 'progress/tables/replay/samples_per_insert']
+             if value.tag == 'monitor/tables/replay/samples_per_insert']
   assert written and written[-1] == 1.5

@@ -1,0 +1,61 @@
+"""`--seeds=N --lp_launch_type=ray`: the trials are Ray Tune trials on a real
+Ray cluster (on loopback, with Ray's token authentication), each its own
+program on that cluster, and one results table at the end."""
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import ray
+from ray import cluster_utils
+
+TINY = ('--num_actors=1', '--envs_per_actor=2', '--max_actor_steps=200',
+        '--eval_episodes=2', '--eval_every_steps=0',
+        '--config.unroll_length=5', '--config.batch_size=2',
+        '--config.max_queue_size=8', '--config.hidden_sizes=16')
+
+
+@pytest.fixture
+def cluster():
+  # Token authentication, as launch requires (cluster_utils does not turn
+  # it on); the environment it sets reaches the sweep's processes.
+  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
+  auth._enable_token_auth()  # pylint: disable=protected-access
+  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
+  cluster = cluster_utils.Cluster(
+      initialize_head=True,
+      head_node_args={'num_cpus': 2, 'node_ip_address': '127.0.0.1',
+                      'include_dashboard': False})
+  yield cluster
+  if ray.is_initialized():
+    ray.shutdown()
+  cluster.shutdown()
+
+
+@pytest.mark.timeout(600)  # Ray, Tune and two programs: ~40 s alone.
+def test_seeds_on_ray_are_tune_trials_with_a_table(cluster, tmp_path):
+  logdir = str(tmp_path / 'sweep')
+  result = subprocess.run(
+      [sys.executable, '-m', 'repertory.run', *TINY, '--seeds=2',
+       '--lp_launch_type=ray', f'--ray_address={cluster.address}',
+       f'--logdir={logdir}'],
+      capture_output=True, text=True, timeout=550)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  table = pd.read_csv(os.path.join(logdir, 'sweep.csv'))
+  assert list(table['seed']) == [0, 1]
+  assert 'error' not in table
+  for _, row in table.iterrows():
+    assert row['logdir'] == os.path.join(logdir, 'default', f'seed{row.seed}')
+    assert 200 <= row['actor_steps'] <= 201
+    with open(os.path.join(row['logdir'], 'results.json')) as f:
+      assert '"launch_type": "ray"' in f.read()
+  # Tune ran them: its experiment directory holds one trial per seed.
+  trials = [d for d in os.listdir(os.path.join(logdir, 'tune'))
+            if d.startswith('_tune_trainable')]
+  assert len(trials) == 2, os.listdir(os.path.join(logdir, 'tune'))
+  # The table, printed at the end.
+  assert 'seed' in result.stdout and 'actor_steps' in result.stdout
+  assert result.stdout.rstrip().endswith(
+      f'curves: python -m repertory.plot {logdir}')
