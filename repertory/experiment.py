@@ -319,7 +319,9 @@ def run_experiment(agent_config: Any, experiment: ExperimentConfig,
     write_config: write config.json (the command line writes it itself).
 
   Raises:
-    RuntimeError: if the run ended without results.json (a node failed).
+    The exception of a node that failed (its class is also a
+    `launch.NodeError`; `launch.errors.one_line(e)` describes it in a line).
+    RuntimeError: if the run ended without results.json.
   """
   if program is None:
     program = _agent_module(agent_config).make_program(agent_config,

@@ -130,6 +130,9 @@ class RunMonitor:
     self._first_steps = None  # (actor_steps, time) at the first progress line.
     self._start = time.time()
     self._results: Optional[dict] = None
+    # Set once the run is done: actors get no more steps and late periodic
+    # evaluations are dropped, so results.json holds the steps taken.
+    self._finishing = threading.Event()
     os.makedirs(logdir, exist_ok=True)
     episodes_path = os.path.join(logdir, 'episodes.csv')
     new = not os.path.exists(episodes_path)
@@ -171,6 +174,8 @@ class RunMonitor:
         counted = int(self._counter.get_counts().get('actor_steps', 0))
         self._budget = counting.StepsBudget(self._max_actor_steps, counted)
     granted = self._budget.acquire(holder, used, wanted, first)
+    if self._finishing.is_set():
+      granted = 0  # Done (e.g. solved): actors wait for the stop.
     if used:
       self._counter.increment(actor_steps=used)
     if self._budget.exhausted():
@@ -183,6 +188,8 @@ class RunMonitor:
     """Records a periodic evaluation (`EvaluationResult.as_dict('eval')`)
     of the weights current at `actor_steps` (`final`: the last one, of the
     final weights)."""
+    if self._finishing.is_set() and not final:
+      return  # An evaluation that ran past the end of the run.
     row = {'actor_steps': int(actor_steps),
            'learner_steps': int(learner_steps),
            'wall_seconds': time.time() - self._start}
@@ -271,6 +278,7 @@ class RunMonitor:
 
   def finish(self) -> dict:
     """Evaluates the final weights and writes `results.json`."""
+    self._finishing.set()
     summary = self.summary()
     self._log_progress(summary)  # Where the run ended.
     self._write_progress(summary)  # The curves' last point.

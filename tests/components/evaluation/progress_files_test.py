@@ -92,3 +92,27 @@ def test_monitor_writes_one_timed_row_per_episode(tmp_path):
   with open(tmp_path / 'episodes.csv') as f:
     text = f.read()
   assert text.count('time,return,length') == 1 and text.endswith(',7,7\n')
+
+
+def test_once_done_actors_get_no_steps_and_late_evaluations_no_row(tmp_path):
+  """A run that ends on its return (not its budget): the steps in
+  results.json are all the actors took, and the last evaluation row is the
+  final one."""
+  counter = counting.Counter()
+  monitor = monitor_lib.RunMonitor(
+      counter=counter, make_environment=lambda: environments.make('catch'),
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=10_000, eval_episodes=1)
+  assert monitor.acquire_steps('actor/0', 0, 100, first=True) == 100
+  assert monitor.acquire_steps('actor/0', 100, 100) == 100
+  evaluation = {'eval_return_mean': 1.0, 'eval_episodes': 1}
+  monitor.record_evaluation(100, 1, evaluation)
+  results = monitor.finish()  # E.g. that evaluation solved it.
+  assert results['actor_steps'] == 100
+  # An actor asking again after the end: none granted.
+  assert monitor.acquire_steps('actor/0', 0, 100) == 0
+  monitor.record_evaluation(150, 2, evaluation)  # Ran past the end.
+  with open(tmp_path / 'progress.csv') as f:
+    rows = [r for r in csv.DictReader(f) if r['eval_return_mean']]
+  assert [int(r['actor_steps']) for r in rows] == [100, 100]
+  assert float(rows[-1]['eval_return_mean']) == results['eval_return_mean']
