@@ -61,7 +61,8 @@ else:
 EXTRAS_REQUIRE['test'] = sorted(
     set(EXTRAS_REQUIRE['envs'] + EXTRAS_REQUIRE['plot'] +
         EXTRAS_REQUIRE['games'] + EXTRAS_REQUIRE['tune'] +
-        ['pytest', 'pytest-xdist', 'pytest-timeout']))
+        ['pytest', 'pytest-xdist', 'pytest-timeout',
+         'cryptography']))  # tests/remote/tls_test.py makes certificates.
 
 setuptools.setup(
     name='repertory',

@@ -6,6 +6,8 @@ solve Catch. Results go to BENCHMARKS.md ("Remote environments").
       --part=throughput --episodes=1,4,16,64 --seconds=8
   flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
       --part=solve --kind=node --processes=4
+  flock /tmp/cpu.lock timeout 600 python benchmarks/remote_throughput.py \
+      --part=solve --agent=ppo --processes=4 --threads=4
 
 throughput: SEED on `remote:catch` in local_mt (learner training), N
 concurrent remote episodes from min(N, 4) Python client processes
@@ -13,9 +15,11 @@ concurrent remote episodes from min(N, 4) Python client processes
 latency over all actions after a warm-up; then the same SEED program on
 local `catch` with in-process actors stepping N environments
 (min(N, 4) actors), actor steps/s from the counter.
-solve: N client processes (node or python, one episode at a time each) play
-until the monitor's mean return of the last 100 episodes reaches 0.9; the
-final evaluation plays 20 episodes of local catch.
+solve: N client processes (node or python, `--threads` episodes at a time
+each, default 1) play until the monitor's mean return of the last 100
+episodes reaches 0.9; the final evaluation plays 20 episodes of local catch.
+`--agent` picks the learner: seed (V-trace, default), ppo or r2d2, each with
+its default config except the overrides in `SOLVE_CONFIGS`.
 """
 
 import argparse
@@ -31,11 +35,25 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 TOKEN = 'benchmark-token'
+# Per-agent config overrides of the solve runs (defaults otherwise).
+SOLVE_CONFIGS = {'seed': {}, 'ppo': {}, 'r2d2': {}}
+# PPO: num_actors x envs_per_actor unrolls per round; R2D2: the Ape-X
+# epsilons spread over num_actors values. Both: the greedy evaluation on
+# local catch (which judges --stop_at_return) every 2,000 steps.
+SOLVE_EXPERIMENTS = {
+    'seed': {},
+    'ppo': dict(num_actors=2, envs_per_actor=8, eval_every_steps=2_000),
+    # R2D2's greedy evaluation swings between evaluations early on (one at
+    # 1.0 stopped a run whose final evaluation was 0.5): a fixed budget (the
+    # in-process catch runs above solve in ~30,000 steps), then 100 final
+    # evaluation episodes.
+    'r2d2': dict(num_actors=4, stop_at_return=None, max_actor_steps=40_000,
+                 eval_episodes=100)}
 
 
-def _experiment(logdir, env, **kwargs):
+def _experiment(logdir, env, agent='seed', **kwargs):
   from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
-  values = dict(agent='seed', env=env, num_actors=1, envs_per_actor=1,
+  values = dict(agent=agent, env=env, num_actors=1, envs_per_actor=1,
                 max_actor_steps=10**9, eval_episodes=1, logdir=logdir,
                 launch_type='local_mt', progress_every_seconds=5.0)
   values.update(kwargs)
@@ -56,12 +74,14 @@ def _client(kind, address_file, *args):
                           text=True, env=env)
 
 
-def _remote_program(logdir, **kwargs):
-  from repertory.agents import seed  # pylint: disable=g-import-not-at-top
+def _remote_program(logdir, agent='seed', **kwargs):
+  import importlib  # pylint: disable=g-import-not-at-top
   from repertory.remote import options as options_lib  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module(f'repertory.agents.{agent}')
   address_file = os.path.join(logdir, 'remote', 'address')
-  program = seed.make_program(
-      seed.Config(), _experiment(logdir, 'remote:catch', **kwargs),
+  program = module.make_program(
+      module.Config(**SOLVE_CONFIGS[agent]),
+      _experiment(logdir, 'remote:catch', agent, **kwargs),
       remote_options=options_lib.RemoteOptions(
           token_value=TOKEN, address_file=address_file))
   return program, address_file
@@ -117,16 +137,21 @@ def throughput(episodes, seconds):
   return rows
 
 
-def solve(kind, processes, timeout):
+def solve(kind, processes, timeout, agent='seed', threads=1):
   from repertory import launch  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory() as logdir:
-    program, address_file = _remote_program(
-        logdir, stop_at_return=0.9, eval_episodes=20, max_actor_steps=500_000)
+    settings = dict(stop_at_return=0.9, eval_episodes=20,
+                    max_actor_steps=500_000)
+    settings.update(SOLVE_EXPERIMENTS[agent])
+    program, address_file = _remote_program(logdir, agent, **settings)
     start = time.monotonic()
     launched = launch.launch(program, launch_type='local_mt',
                              termination_notice_secs=5, block=False)
+    concurrency = (f'--concurrent={threads}' if kind == 'node' else
+                   f'--threads={threads}')
     clients = [_client(kind, address_file, f'--seconds={timeout}',
-                       f'--seed={i + 1}') for i in range(processes)]
+                       f'--seed={i + 1}', concurrency)
+               for i in range(processes)]
     launched.wait(timeout=timeout)
     elapsed = time.monotonic() - start
     for c in clients:
@@ -135,7 +160,11 @@ def solve(kind, processes, timeout):
     launched.stop(timeout=60)
     with open(os.path.join(logdir, 'results.json')) as f:
       results = json.load(f)
-  row = {'what': f'solve catch, {kind} clients', 'processes': processes,
+  row = {'what': f'solve catch, {agent}, {kind} clients',
+         'eval_episodes': settings['eval_episodes'],
+         'processes': processes, 'episodes_per_process': threads,
+         'solved': bool(results.get('eval_return_mean') is not None and
+                        results['eval_return_mean'] >= 0.9),
          'wall_s': round(elapsed, 1),
          'actor_steps': results.get('actor_steps'),
          'learner_steps': results.get('learner_steps'),
@@ -153,12 +182,16 @@ def main():
   parser.add_argument('--seconds', type=float, default=8.0)
   parser.add_argument('--kind', choices=('python', 'node'), default='python')
   parser.add_argument('--processes', type=int, default=4)
+  parser.add_argument('--threads', type=int, default=1,
+                      help='concurrent episodes per client process')
+  parser.add_argument('--agent', choices=('seed', 'ppo', 'r2d2'),
+                      default='seed')
   parser.add_argument('--timeout', type=float, default=240.0)
   args = parser.parse_args()
   if args.part == 'throughput':
     throughput([int(n) for n in args.episodes.split(',')], args.seconds)
   else:
-    solve(args.kind, args.processes, args.timeout)
+    solve(args.kind, args.processes, args.timeout, args.agent, args.threads)
   with open('/proc/loadavg') as f:
     print('loadavg', f.read().strip())
 

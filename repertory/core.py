@@ -49,8 +49,9 @@ class VersionedVariables(NamedTuple):
 
 
 class Policy(Protocol):
-  """A batched acting step with recurrent state, as actor nodes and the
-  inference server call it (`actor_critic.networks.Policy` is one):
+  """A batched acting step with recurrent state, as actor nodes
+  (`components.actors.BatchedActor`) and the inference server call it
+  (`actor_critic.networks.Policy` is one):
 
     state = policy.initial_state(num_envs)
     action, extras, state = policy.step(observation, state, first)
@@ -59,6 +60,10 @@ class Policy(Protocol):
   (rows whose episode starts now: their state is zeroed first); `state` is
   `()` for a feedforward policy. `extras` (e.g. {'logits': [N, A]}) go to the
   adder with the actions. `set_weights` takes a learner's variables.
+  Optional, for `BatchedActor`: `observe_timestep(timestep)` before each
+  step (a policy that also needs rewards and step types, SEED's
+  `ServerPolicy`), `update(wait)` and `version` (a policy that refreshes its
+  own weights), `close()`. See docs/protocols.md.
   """
 
   def initial_state(self, batch_size: int) -> Nest:

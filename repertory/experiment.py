@@ -63,9 +63,13 @@ class ExperimentConfig:
     stop_at_return: stop earlier once the judged return reaches this: a
       number, 'auto' (the environment's solved return in SOLVED_RETURNS,
       else never) or 'never' / None (run the whole budget); 'auto' and
-      numbers written as text become a float or None here. Judged: the latest periodic evaluation's mean return
+      numbers written as text become a float or None here. Judged: the
+      periodic evaluations' mean returns (`stop_evaluations` in a row)
       when evaluation is on (`eval_every_steps` or `eval_every_seconds`),
       else the mean return of the last 100 training episodes.
+    stop_evaluations: how many periodic evaluations in a row must reach
+      `stop_at_return` before the run stops (one lucky evaluation of a
+      policy that is not yet reliable does not end the run).
     eval_episodes: evaluation episodes played with the final weights and at
       each periodic evaluation.
     eval_every_steps: a greedy evaluation of the learner's weights every
@@ -83,6 +87,7 @@ class ExperimentConfig:
   envs_per_actor: int = 8
   max_actor_steps: int = 1_000_000
   stop_at_return: Union[float, str, None] = 'auto'
+  stop_evaluations: int = 2
   eval_episodes: int = 20
   eval_every_steps: int = 20_000
   eval_every_seconds: float = 0.0
@@ -95,7 +100,7 @@ class ExperimentConfig:
 
   def __post_init__(self):
     for name in ('num_actors', 'envs_per_actor', 'max_actor_steps',
-                 'eval_episodes'):
+                 'eval_episodes', 'stop_evaluations'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
     self.stop_at_return = _stop_at_return(self.stop_at_return, self.env)
@@ -199,7 +204,8 @@ def add_monitor(program: launch.Program,
         metadata=metadata,
         replay=replay,
         progress_every_seconds=experiment.progress_every_seconds,
-        judge_evaluation=experiment.evaluates_periodically))
+        judge_evaluation=experiment.evaluates_periodically,
+        stop_evaluations=experiment.stop_evaluations))
   if experiment.evaluates_periodically:
     with program.group('evaluator'):
       program.add_node(launch.CourierNode(

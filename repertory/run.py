@@ -111,7 +111,8 @@ RESTARTABLE_GROUPS = ('actor', 'evaluator', 'environment')
 CONFIG_PREFIX = '--config.'
 # Settings a resumed run may change: budgets, evaluation, where it runs.
 RESUMABLE_CHANGES = ('experiment.max_actor_steps',
-                     'experiment.stop_at_return', 'experiment.eval_episodes',
+                     'experiment.stop_at_return',
+                     'experiment.stop_evaluations', 'experiment.eval_episodes',
                      'experiment.eval_every_steps',
                      'experiment.eval_every_seconds',
                      'experiment.launch_type',

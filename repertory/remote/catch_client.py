@@ -176,6 +176,11 @@ def main(argv=None) -> None:
                       help='stop once this many connections were made and '
                       '--episodes_after episodes played on the last')
   parser.add_argument('--episodes_after', type=int, default=10)
+  parser.add_argument('--connect_timeout', type=float, default=120.0,
+                      help='seconds to retry (re)connecting before failing')
+  parser.add_argument('--root_certificates', default='',
+                      help='PEM file of the root certificate(s) to trust: '
+                      'connect with TLS (default: plain TCP)')
   parser.add_argument('--latency_file', default='',
                       help='write every action latency (s) there (.npy)')
   args = parser.parse_args(argv)
@@ -184,9 +189,14 @@ def main(argv=None) -> None:
   if token is None and not os.environ.get(client_lib.specs_lib.TOKEN_ENV_VAR):
     with open(os.path.join(os.path.dirname(args.address_file), 'token')) as f:
       token = f.read().strip()
+  root_certificates = None
+  if args.root_certificates:
+    with open(args.root_certificates, 'rb') as f:
+      root_certificates = f.read()
   client = client_lib.Client(address, SPECS, token=token,
                              client_name=f'catch_client.py pid {os.getpid()}',
-                             connect_timeout_s=120.0)
+                             root_certificates=root_certificates,
+                             connect_timeout_s=args.connect_timeout)
   stats = Stats()
   start = time.monotonic()
   deadline = start + args.seconds

@@ -108,10 +108,41 @@ class RemoteInferenceServer(inference.InferenceServer):
         make_policy=lambda: _masked_policy(make_policy, num_actions, seed),
         envs_per_actor=1, max_batch_size=max_batch_size,
         batch_timeout_ms=batch_timeout_ms, **kwargs)
+    self._num_actions = num_actions
+    # One run id per instance: a restarted node starts fresh slots.
+    self._run_id = np.int64(int.from_bytes(os.urandom(7), 'little'))
     self.inference = launch.batched_handler(
         max_batch_size, timeout=batch_timeout_ms / 1000.0)(
             RemoteInferenceServer._remote_inference).__get__(
                 self, RemoteInferenceServer)
+
+  unsupported: dict = {}
+
+  def close(self) -> None:
+    """Closes the channel and aborts the unroll writers (see
+    `acting.abort_adder`)."""
+    from repertory.remote import acting  # pylint: disable=g-import-not-at-top
+    super().close()
+    with self._lock:
+      slots = list(self._slots.values())
+    for slot in slots:
+      if slot.adder is not None:
+        acting.abort_adder(slot.adder)
+
+  def act(self, slot, step_type, reward, discount, observation, mask,
+          logged_action, logged_logits) -> Tuple[int, int]:
+    """One step of one slot (the service's `act`); blocks for its batch."""
+    n = self._num_actions
+    result = self.inference(
+        np.int64(slot), self._run_id, np.array([step_type], np.int8),
+        np.array([reward], np.float32), np.array([discount], np.float32),
+        observation[None],
+        np.ones(n, bool) if mask is None else mask,
+        np.int64(-1 if logged_action is None else logged_action),
+        (np.zeros(n, np.float32) if logged_logits is None
+         else logged_logits),
+        np.bool_(logged_logits is not None))
+    return int(result['action']), int(result['version'])
 
   def _remote_inference(self, actor_id, run_id, step_type, reward, discount,
                         observation, mask, logged, logged_logits, has_logits):
@@ -126,8 +157,39 @@ class RemoteInferenceServer(inference.InferenceServer):
             'version': np.full(len(action), self._version, np.int64)}
 
 
+def make_vtrace_backend(make_policy: Callable[[], Any], variable_source: Any,
+                        replay: Any, table: str, unroll_length: int,
+                        observation_spec: Any, action_spec: Any,
+                        max_batch_size: int, batch_timeout_ms: float,
+                        extras_spec: Any = None, core_state_spec: Any = None,
+                        variable_update_period: int = 1,
+                        variable_name: str = 'policy',
+                        seed: int = 0) -> 'RemoteInferenceServer':
+  """SEED's backend: a `RemoteInferenceServer` writing V-trace unrolls."""
+  from repertory.components import adders  # pylint: disable=g-import-not-at-top
+  return RemoteInferenceServer(
+      make_policy=make_policy,
+      num_actions=specs_lib.Specs.from_dm_env(observation_spec,
+                                              action_spec).num_actions,
+      max_batch_size=max_batch_size, batch_timeout_ms=batch_timeout_ms,
+      seed=seed, variable_source=variable_source, replay=replay, table=table,
+      unroll_length=unroll_length,
+      variable_update_period=variable_update_period,
+      variable_name=variable_name,
+      environment_spec=adders.EnvironmentSpec(observation_spec, action_spec,
+                                              None, None),
+      extras_spec=extras_spec, core_state_spec=core_state_spec)
+
+
 class RemoteEnvironmentNode:
   """Serves remote episodes to the agent; see module doc.
+
+  `make_backend(*backend_args, max_batch_size=, batch_timeout_ms=,
+  **backend_kwargs)` builds (in this node's process) the object that acts for the slots: `act(slot, step_type, reward,
+  discount, observation, mask, logged_action, logged_logits) -> (action,
+  version)`, `stats()`, `close()` and `unsupported` ({step field: why});
+  SEED's is `make_vtrace_backend`, PPO's `rounds.RoundBackend`, R2D2's
+  `sequences.SequenceBackend`.
 
   The gRPC server starts in the constructor (its port is then known:
   `address()`, and written to `options.address_file` when set); `run()`
@@ -135,49 +197,33 @@ class RemoteEnvironmentNode:
   """
 
   def __init__(self,
-               make_policy: Callable[[], Any],
-               variable_source: Any,
-               replay: Any,
-               table: str,
-               unroll_length: int,
+               make_backend: Callable[..., Any],
+               backend_args: tuple,
+               backend_kwargs: dict,
                observation_spec: Any,
                action_spec: Any,
                options: options_lib.RemoteOptions,
-               extras_spec: Any = None,
-               core_state_spec: Any = None,
-               variable_update_period: int = 1,
-               variable_name: str = 'policy',
                counter: Any = None,
-               monitor: Any = None,
-               seed: int = 0):
-    from repertory.components import adders  # pylint: disable=g-import-not-at-top
+               monitor: Any = None):
     self.specs = specs_lib.Specs.from_dm_env(observation_spec, action_spec)
     self._num_actions = self.specs.num_actions
     self._options = options
-    self._server = RemoteInferenceServer(
-        make_policy=make_policy, num_actions=self._num_actions,
-        max_batch_size=options.max_batch_size,
-        batch_timeout_ms=options.batch_timeout_ms, seed=seed,
-        variable_source=variable_source, replay=replay, table=table,
-        unroll_length=unroll_length,
-        variable_update_period=variable_update_period,
-        variable_name=variable_name,
-        environment_spec=adders.EnvironmentSpec(observation_spec, action_spec,
-                                                None, None),
-        extras_spec=extras_spec, core_state_spec=core_state_spec)
-    # One run id per node instance: a restarted node starts fresh slots.
-    self._run_id = np.int64(int.from_bytes(os.urandom(7), 'little'))
+    self._server = make_backend(*backend_args,
+                                max_batch_size=options.max_batch_size,
+                                batch_timeout_ms=options.batch_timeout_ms,
+                                **backend_kwargs)
     self._reporter = episodes_lib.ActorReporter(
         counter, monitor, min_interval_s=episodes_lib.REPORT_INTERVAL_S)
     self._report_lock = threading.Lock()
+    self._closed = False
     self.service = service_lib.EnvironmentService(
-        self.specs, self._act, options.token(),
+        self.specs, self._server.act, options.token(),
         max_episodes=options.max_episodes,
-        on_episode_end=self._episode_ended, on_step=self._stepped)
+        on_episode_end=self._episode_ended, on_step=self._stepped,
+        unsupported=getattr(self._server, 'unsupported', None))
     self._grpc, self.port = service_lib.serve(
         self.service, options.host, options.port, tls=options.tls(),
         max_sessions=options.max_sessions)
-    self._closed = False
     logging.info('remote: serving %s on %s (specs %s).',
                  service_lib.SERVICE, self.address(), self.specs)
     if options.address_file:
@@ -201,27 +247,17 @@ class RemoteEnvironmentNode:
                      self.service.num_truncated_by_disconnect))
     return stats
 
-  def _act(self, slot, step_type, reward, discount, observation, mask,
-           logged_action, logged_logits) -> Tuple[int, int]:
-    n = self._num_actions
-    result = self._server.inference(
-        np.int64(slot), self._run_id, np.array([step_type], np.int8),
-        np.array([reward], np.float32), np.array([discount], np.float32),
-        observation[None],
-        np.ones(n, bool) if mask is None else mask,
-        np.int64(-1 if logged_action is None else logged_action),
-        (np.zeros(n, np.float32) if logged_logits is None
-         else logged_logits),
-        np.bool_(logged_logits is not None))
-    return int(result['action']), int(result['version'])
-
   def _stepped(self) -> None:
+    if self._closed:  # Stopping: the counter and monitor may be gone.
+      return
     with self._report_lock:
       self._reporter.report(1, [], [])
 
   def _episode_ended(self, episode_return: float, length: int,
                      truncated: bool) -> None:
     del truncated
+    if self._closed:
+      return
     with self._report_lock:
       self._reporter.report(0, [episode_return], [length])
 

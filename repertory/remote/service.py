@@ -88,7 +88,8 @@ class EnvironmentService:
   def __init__(self, specs: specs_lib.Specs, act: ActFn, token: str,
                max_episodes: int = 256,
                on_episode_end: Optional[EpisodeFn] = None,
-               on_step: Optional[Callable[[], None]] = None):
+               on_step: Optional[Callable[[], None]] = None,
+               unsupported: Optional[Dict[str, str]] = None):
     """Args:
       specs: the agent's specs; clients must declare the same.
       act: the blocking step function (see module doc).
@@ -97,6 +98,8 @@ class EnvironmentService:
         a step opening one more is refused with RESOURCE_EXHAUSTED.
       on_episode_end: called with (return, length, truncated) per episode.
       on_step: called once per step that reached `act` (for counting).
+      unsupported: step fields the agent refuses ('step.legal_actions',
+        'step.logged') and why: a step using one gets INVALID_ARGUMENT.
     """
     if not token:
       raise ValueError('EnvironmentService needs a non-empty token.')
@@ -108,6 +111,7 @@ class EnvironmentService:
     self._slots = _SlotPool(max_episodes)
     self._on_episode_end = on_episode_end
     self._on_step = on_step
+    self._unsupported = dict(unsupported or {})
     self._executor = concurrent.futures.ThreadPoolExecutor(
         max_episodes, thread_name_prefix='remote-step')
     self.server_id = uuid.uuid4().hex
@@ -249,6 +253,10 @@ class EnvironmentService:
             'step.terminal', 'terminal and truncated are both set')
       mask = specs_lib.mask_from_proto(step.legal_actions, specs.num_actions,
                                        'step.legal_actions')
+      for field, present in (('step.legal_actions', mask is not None),
+                             ('step.logged', step.HasField('logged'))):
+        if present and field in self._unsupported:
+          raise specs_lib.FieldError(field, self._unsupported[field])
       logged_action, logged_logits = None, None
       if step.HasField('logged'):
         logged_action = int(step.logged.action)

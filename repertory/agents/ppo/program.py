@@ -17,6 +17,7 @@ from repertory.agents.ppo import learning
 from repertory.components import actors
 from repertory.components import config_checks
 from repertory.components.actor_critic import mlp_policy
+from repertory.remote import program as remote_lib
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,
@@ -33,21 +34,27 @@ def make_tables(config: config_lib.Config, spec, num_actors: int,
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig
-                 ) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig,
+                 remote_options=None) -> launch.Program:
   """Builds the synchronous PPO program graph (see the module docstring)."""
   config_checks.require(config, config_lib.Config, 'PPO')
   program = launch.Program('ppo')
   spec = experiment_lib.environment_spec(experiment.env)
+  # Remote clients (docs/remote.md): one writer, actor 0, of num_actors x
+  # envs_per_actor unrolls per round.
+  remote = remote_lib.is_remote(experiment.env)
+  num_actors, envs_per_actor = ((1, experiment.num_actors *
+                                 experiment.envs_per_actor) if remote else
+                                (experiment.num_actors,
+                                 experiment.envs_per_actor))
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, spec, experiment.num_actors,
-        experiment.envs_per_actor)))
+        make_tables, config, spec, num_actors, envs_per_actor)))
   counter = experiment_lib.add_counter(program, experiment.logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.make_learner, config, spec, replay, acting.QUEUE,
-        experiment.num_actors, experiment.envs_per_actor, counter=counter,
+        num_actors, envs_per_actor, counter=counter,
         logdir=experiment.logdir or None,
         anneal_steps=experiment.max_actor_steps, seed=experiment.seed,
         checkpoint=experiment.checkpoint))
@@ -57,6 +64,14 @@ def make_program(config: config_lib.Config,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
+  if remote:  # The remote environment service replaces the actors.
+    remote_lib.add_round_service(
+        program, experiment.logdir, remote_options, functools.partial(
+            mlp_policy.Policy, config.hidden_sizes, spec.observations,
+            spec.actions, seed=experiment.seed), learner, replay,
+        acting.QUEUE, spec, config.unroll_length, envs_per_actor,
+        acting.extras_spec(), config.round_timeout_s, counter, monitor)
+    return program
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          acting.PPOActor, config, replay, learner, counter,
                          monitor)

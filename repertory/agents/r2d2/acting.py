@@ -12,6 +12,7 @@ import tensorflow as tf
 from repertory import core
 from repertory import environments
 from repertory.components import adders
+from repertory.components import losses
 from repertory.components.actors import epsilon_greedy as eg
 from repertory.components.actors import replay_actor
 from repertory.components.actors.feed_forward import limit_tf_threads
@@ -71,16 +72,6 @@ def graph_recurrent_policy(make_network: Callable[[], Any],
       make_network, _policy_step, _signatures(observation_spec, state_size))
 
 
-def _h(x: np.ndarray, eps: float) -> np.ndarray:
-  return np.sign(x) * (np.sqrt(np.abs(x) + 1.0) - 1.0) + eps * x
-
-
-def _h_inverse(x: np.ndarray, eps: float) -> np.ndarray:
-  return np.sign(x) * (np.square(
-      (np.sqrt(1.0 + 4.0 * eps * (np.abs(x) + 1.0 + eps)) - 1.0) /
-      (2.0 * eps)) - 1.0)
-
-
 class R2D2Priority:
   """A sequence's initial priority from the actor's own Q-values (stored as
   the `q_values` extras): the learner's transformed n-step double-Q TD errors
@@ -92,8 +83,9 @@ class R2D2Priority:
     self._n = config.n_step
     self._gamma = config.discount
     self._eta = config.priority_eta
-    self._eps = config.value_rescaling_eps
-    self._rescale = config.use_value_rescaling
+    self._transform = (
+        losses.signed_hyperbolic_transform(config.value_rescaling_eps)
+        if config.use_value_rescaling else losses.IDENTITY_TRANSFORM)
 
   def __call__(self, item: Mapping[str, Any]) -> float:
     b = self._burn_in
@@ -104,12 +96,11 @@ class R2D2Priority:
     step_type = np.asarray(item['step_type'])[b:]
     valid = step_type[:-1] != int(dm_env.StepType.LAST)
     ends = step_type[1:] == int(dm_env.StepType.LAST)  # x_{s+1} is LAST.
-    h = (lambda x: _h(x, self._eps)) if self._rescale else (lambda x: x)
-    h_inv = ((lambda x: _h_inverse(x, self._eps)) if self._rescale else
-             (lambda x: x))
+    h = lambda x: np.asarray(self._transform.apply(x), np.float64)
+    h_inv = lambda x: np.asarray(self._transform.apply_inverse(x), np.float64)
     num_steps = len(rewards)
     v = h_inv(q[1:].max(axis=-1))  # [T]: the value of x_{s+1}.
-    deltas = np.zeros(num_steps)
+    targets = np.zeros(num_steps)  # Untransformed n-step targets.
     for s in range(num_steps):
       # Walk at most n steps, stopping at the end of the episode (where a
       # truncation, discount 1, still bootstraps) or of the trace.
@@ -120,8 +111,9 @@ class R2D2Priority:
         j += 1
         if j == num_steps or ends[j - 1]:
           break
-      target = h(ret + disc * v[j - 1])
-      deltas[s] = (target - q[s, actions[s]]) if valid[s] else 0.0
+      targets[s] = ret + disc * v[j - 1]
+    deltas = np.where(valid, h(targets) - q[:-1][np.arange(num_steps),
+                                                 actions], 0.0)
     abs_deltas = np.abs(deltas)
     return float(self._eta * abs_deltas.max() +
                  (1.0 - self._eta) * abs_deltas.mean()) + 1e-6

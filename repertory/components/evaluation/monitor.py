@@ -10,9 +10,10 @@ actors add `actor_steps` and learners add `learner_steps`, `policy_lag_sum`,
 
 Its `run()` loop prints a progress line every few seconds and stops the run
 as soon as it is done: the actor-step budget is spent, or the return judged
-by `stop_at_return` (the latest evaluation when there is an evaluator, else
-the mean of the last 100 training episodes) reaches it. It then evaluates the
-final weights, writes `<logdir>/results.json` and stops the program.
+by `stop_at_return` (the last `stop_evaluations` evaluations in a row when
+there is an evaluator, else the mean of the last 100 training episodes)
+reaches it. It then evaluates the final weights, writes
+`<logdir>/results.json` and stops the program.
 
 Files: `progress.csv` (one row per progress line, one per evaluation, with
 `eval_return_mean`; what `repertory.plot` reads), `progress.log`, and
@@ -88,8 +89,10 @@ class RunMonitor:
       insert are summarized (`tables/<name>/size`,
       `tables/<name>/samples_per_insert`).
     progress_every_seconds: period of the progress line.
-    judge_evaluation: `stop_at_return` judges the latest periodic evaluation
+    judge_evaluation: `stop_at_return` judges the periodic evaluations
       (`record_evaluation`) instead of the recent training episodes.
+    stop_evaluations: with `judge_evaluation`, how many evaluations in a row
+      must reach `stop_at_return`.
   """
 
   def __init__(self,
@@ -104,9 +107,13 @@ class RunMonitor:
                metadata: Optional[Mapping[str, Any]] = None,
                replay: Any = None,
                progress_every_seconds: float = 5.0,
-               judge_evaluation: bool = False):
+               judge_evaluation: bool = False,
+               stop_evaluations: int = 1):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
+    if stop_evaluations < 1:
+      raise ValueError(
+          f'stop_evaluations must be >= 1, got {stop_evaluations}.')
     self._counter = counter
     self._make_environment = make_environment
     self._make_eval_actor = make_eval_actor
@@ -125,6 +132,7 @@ class RunMonitor:
     self._recent_lag = float('nan')  # Over the last interval that had items.
     self._judge_evaluation = judge_evaluation
     self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
+    self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
     self._wake = threading.Event()  # Set when the run may be done.
     self._first_steps = None  # (actor_steps, time) at the first progress line.
@@ -196,6 +204,8 @@ class RunMonitor:
     row.update(evaluation)
     with self._lock:
       self._evaluation = dict(row)
+      if not final:
+        self._judged.append(float(row.get('eval_return_mean', float('nan'))))
       self._progress_csv.write(row)
       self._boards['evaluator'].write(
           {k[len('eval_'):] if k.startswith('eval_') else k: v
@@ -339,8 +349,10 @@ class RunMonitor:
     if self._stop_at_return is None:
       return False
     with self._lock:
-      if self._judge_evaluation:
-        value = (self._evaluation or {}).get('eval_return_mean', float('nan'))
+      if self._judge_evaluation:  # The last `stop_evaluations` in a row.
+        if len(self._judged) < self._judged.maxlen:
+          return False
+        value = min(self._judged)
       elif len(self._returns) == RECENT_EPISODES:
         value = float(np.mean(self._returns))
       else:

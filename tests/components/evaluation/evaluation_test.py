@@ -209,14 +209,16 @@ def _count_slowly(counter):
     counter.increment(actor_steps=50)
 
 
-def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(tmp_path):
+@pytest.mark.parametrize('stop_evaluations', [1, 2])
+def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(
+    tmp_path, stop_evaluations):
   program = launch.Program('evaluator_test')
   with program.group('counter'):
     counter = program.add_node(launch.CourierNode(counting.Counter))
   with program.group('monitor'):
     monitor = program.add_node(_monitor_node(
         tmp_path, counter, max_actor_steps=10**9, stop_at_return=-1.0,
-        judge_evaluation=True))
+        judge_evaluation=True, stop_evaluations=stop_evaluations))
   with program.group('evaluator'):
     program.add_node(launch.CourierNode(
         evaluation.PeriodicEvaluator, counter, monitor,
@@ -227,11 +229,12 @@ def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(tmp_path):
     program.add_node(launch.PyNode(_count_slowly, counter))
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
-  assert launched.wait(timeout=120)  # Stopped by the first evaluation.
+  assert launched.wait(timeout=120)  # Stopped by the stop_evaluations-th.
   with open(os.path.join(tmp_path, 'progress.csv')) as f:
     rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
   periodic, final = rows[:-1], rows[-1]
-  assert len(periodic) == 1 and int(periodic[0]['actor_steps']) >= 500
+  assert len(periodic) == stop_evaluations
+  assert int(periodic[0]['actor_steps']) >= 500
   assert int(periodic[0]['eval_episodes']) == 3
   assert int(final['eval_episodes']) == 2
   with open(os.path.join(tmp_path, 'results.json')) as f:
@@ -241,3 +244,24 @@ def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(tmp_path):
 def test_evaluator_needs_a_cadence():
   with pytest.raises(ValueError, match='every_steps and/or every_seconds'):
     evaluation.PeriodicEvaluator(None, None, None, None, None)
+
+
+def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
+  """stop_evaluations=2: a pass, a miss, then two passes; only the last
+  evaluation completes two in a row."""
+  monitor = evaluation.RunMonitor(
+      counter=counting.Counter(), make_environment=None,
+      make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
+      max_actor_steps=10**9, stop_at_return=0.9, judge_evaluation=True,
+      stop_evaluations=2, progress_every_seconds=3600)
+  reached = []
+  for i, value in enumerate([1.0, 0.5, 1.0, 1.0]):
+    monitor.record_evaluation(1000 * (i + 1), i, {'eval_return_mean': value,
+                                                  'eval_episodes': 20})
+    reached.append(monitor._return_reached())  # pylint: disable=protected-access
+  assert reached == [False, False, False, True]
+  with pytest.raises(ValueError, match='stop_evaluations must be >= 1, got 0'):
+    evaluation.RunMonitor(
+        counter=counting.Counter(), make_environment=None,
+        make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
+        max_actor_steps=10, stop_evaluations=0)
