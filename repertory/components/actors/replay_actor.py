@@ -79,7 +79,8 @@ class ReplayActor(core.Worker):
     self._epsilon = epsilon_greedy.apex_epsilon(
         actor_id, experiment.num_actors, config.epsilon, config.epsilon_alpha)
     self._rng = np.random.RandomState(seed)
-    self._adders = self._make_adders(replay_client, table)
+    self._adders = adders.PerEnvironmentAdder(
+        self._make_adders(replay_client, table))
     self._start()
     self._start_bookkeeping(len(self._envs), counter, monitor)
 
@@ -119,8 +120,7 @@ class ReplayActor(core.Worker):
     self._client.update(wait=wait)
     if self._client.version != version:
       self._policy.set_weights(self._client.params)
-      for adder in self._adders:
-        adder.set_policy_version(self._client.version)
+      self._adders.set_policy_version(self._client.version)
 
   def _record_step(self, j: int, reward: Any) -> None:
     self._returns[j] += float(reward or 0.0)
@@ -149,8 +149,7 @@ class ReplayActor(core.Worker):
 
   def flush(self) -> None:
     """Sends every item created so far to the table (blocks)."""
-    for adder in self._adders:
-      adder.flush()
+    self._adders.flush()
 
   def run(self) -> None:
     stop = launch.stop_event()

@@ -4,6 +4,8 @@
 - `SequenceAdder`: overlapping sequences with stored recurrent state (R2D2).
 - `EpisodeAdder`: whole episodes.
 - `UnrollAdder`: batched [T + 1] unrolls of N environments (IMPALA, SEED, PPO).
+- `PerEnvironmentAdder`: a batched actor's steps fanned out to one adder per
+  environment (any of the above that follow one episode at a time).
 
 Each has a `signature(...)` (also a module function) that builds the table
 signature from the environment spec, so tables reject malformed items.
@@ -14,6 +16,7 @@ from repertory.components.adders.base import make_environment_spec
 from repertory.components.adders.base import ReverbAdder
 from repertory.components.adders.episode import episode_signature
 from repertory.components.adders.episode import EpisodeAdder
+from repertory.components.adders.fan_out import PerEnvironmentAdder
 from repertory.components.adders.n_step import n_step_transition_signature
 from repertory.components.adders.n_step import NStepTransitionAdder
 from repertory.components.adders.sequence import EndBehavior
