@@ -46,6 +46,16 @@ def table_size(client: Any, table: str) -> int:
   return client.server_info()[table].current_size
 
 
+def read_queue(client: Any, table: str) -> List[Any]:
+  """Every item of a queue (FIFO) table, in insertion order, as numpy nests
+  of its signature (the table is emptied)."""
+  size = table_size(client, table)
+  if size == 0:
+    return []
+  return [s.data for s in client.sample(
+      table, size, emit_timesteps=False, unpack_as_table_signature=True)]
+
+
 @contextlib.contextmanager
 def launched(program: launch.Program, launch_type: str = 'test_mt',
              stop_timeout: float = 60.0) -> Iterator[Any]:

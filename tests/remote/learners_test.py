@@ -13,6 +13,7 @@ import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import ppo
 from repertory.agents import r2d2
 from repertory.agents.ppo import acting as ppo_acting
@@ -44,14 +45,6 @@ def _program(tmp_path, agent, config, **kwargs):
   return program, options.address_file
 
 
-def _read_all(client, table):
-  size = client.server_info()[table].current_size
-  if size == 0:
-    return []
-  return [s.data for s in client.sample(
-      table, size, emit_timesteps=False, unpack_as_table_signature=True)]
-
-
 def _read_distinct(client, table, draws):
   """Distinct items among `draws` prioritized samples (by key)."""
   items = {}
@@ -59,16 +52,6 @@ def _read_distinct(client, table, draws):
                               unpack_as_table_signature=True):
     items[int(sample.info.key)] = sample.data
   return list(items.values())
-
-
-def _wait(predicate, what, timeout=120):
-  import time  # pylint: disable=g-import-not-at-top
-  deadline = time.monotonic() + timeout
-  while time.monotonic() < deadline:
-    if predicate():
-      return
-    time.sleep(0.1)
-  raise TimeoutError(f'waited {timeout} s for {what}')
 
 
 def _stop(processes):
@@ -91,7 +74,8 @@ def test_ppo_round_of_remote_unrolls(tmp_path, clients):
   try:
     node = program.groups['actor'][0].create_handle().dereference()
     replay = program.groups['replay'][0].create_handle().dereference()
-    _wait(lambda: node.stats()['written'] >= 2, 'a round of unrolls', 120)
+    testing.wait_until(lambda: node.stats()['written'] >= 2,
+                       'a round of unrolls', 120)
     calls = node.stats()['num_calls']
     import time  # pylint: disable=g-import-not-at-top
     time.sleep(2.0)  # The node waits for version 1: no more steps.
@@ -99,7 +83,7 @@ def test_ppo_round_of_remote_unrolls(tmp_path, clients):
     assert stats['num_calls'] == calls
     assert stats['rounds'] == 0 and stats['version'] == 0
     assert stats['written'] == 2
-    items = _read_all(replay, ppo_acting.QUEUE)
+    items = testing.read_queue(replay, ppo_acting.QUEUE)
     assert len(items) == 2  # One round; nothing more until version 1.
     for item in items:
       assert item['observation'].shape == (6, 10, 5)
@@ -146,7 +130,7 @@ def test_ppo_refuses_legal_masks_naming_the_field(tmp_path):
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   try:
-    _wait(lambda: os.path.exists(address_file), 'the address file')
+    testing.wait_until(lambda: os.path.exists(address_file), 'the address file')
     with open(address_file) as f:
       address = f.read().strip()
     specs = client_lib.Specs((10, 5), 'float32', 3)
@@ -175,8 +159,9 @@ def test_r2d2_sequences_from_remote_clients(tmp_path, clients):
     replay = program.groups['replay'][0].create_handle().dereference()
     # 6 episodes of 10 observations, sequences of 6 steps every 2 steps on
     # each of the 2 slots (they continue across episodes).
-    _wait(lambda: replay.server_info()[r2d2_program.TABLE].current_size >= 20,
-          'sequences')
+    testing.wait_until(
+        lambda: testing.table_size(replay, r2d2_program.TABLE) >= 20,
+        'sequences')
     size = replay.server_info()[r2d2_program.TABLE].current_size
     items = _read_distinct(replay, r2d2_program.TABLE, 8 * size)
     assert len(items) >= size // 2
@@ -218,8 +203,9 @@ def test_r2d2_learns_from_remote_clients(tmp_path, clients):
   try:
     counter = program.groups['counter'][0].create_handle().dereference()
     node = program.groups['actor'][0].create_handle().dereference()
-    _wait(lambda: counter.get_counts().get('learner_steps', 0) >= 20,
-          '20 learner steps from remote sequences', 180)
+    testing.wait_until(
+        lambda: counter.get_counts().get('learner_steps', 0) >= 20,
+        '20 learner steps from remote sequences', 180)
     counts = counter.get_counts()
     stats = node.stats()
   finally:

@@ -6,13 +6,13 @@ learner learning from remote episodes."""
 import json
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import testing
 from repertory.agents import seed
 from repertory.agents.impala import program as impala_program
 from repertory.remote import options as options_lib
@@ -35,23 +35,6 @@ def _program(tmp_path, config=None, **kwargs):
   program = seed.make_program(config or seed.Config(**TINY), experiment,
                               remote_options=options)
   return program, options.address_file
-
-
-def _read_all(client, table):
-  size = client.server_info()[table].current_size
-  if size == 0:
-    return []
-  return [s.data for s in client.sample(
-      table, size, emit_timesteps=False, unpack_as_table_signature=True)]
-
-
-def _wait(predicate, what, timeout=120):
-  deadline = time.monotonic() + timeout
-  while time.monotonic() < deadline:
-    if predicate():
-      return
-    time.sleep(0.1)
-  raise TimeoutError(f'waited {timeout} s for {what}')
 
 
 def test_program_shape(tmp_path):
@@ -84,8 +67,8 @@ def test_items_are_well_formed_and_a_killed_client_is_truncated(tmp_path,
     assert killed.stdout.readline().strip() == 'HOLDING'
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait(timeout=30)
-    _wait(lambda: node.stats()['truncated_by_disconnect'] == 1,
-          'the killed session to be truncated')
+    testing.wait_until(lambda: node.stats()['truncated_by_disconnect'] == 1,
+                       'the killed session to be truncated')
     assert node.stats()['open_episodes'] == 0
     # 3. Two more episodes on the same slot push the truncation into items.
     result = clients.summary(clients.python_client(
@@ -93,9 +76,10 @@ def test_items_are_well_formed_and_a_killed_client_is_truncated(tmp_path,
     assert result['episodes'] == 2
     timesteps = 40 + 4 + 1 + 20
     expected_items = (timesteps - 1) // T
-    _wait(lambda: replay.server_info()[impala_program.TABLE].current_size
-          >= expected_items, f'{expected_items} items')
-    items = _read_all(replay, impala_program.TABLE)
+    testing.wait_until(
+        lambda: testing.table_size(replay, impala_program.TABLE)
+        >= expected_items, f'{expected_items} items')
+    items = testing.read_queue(replay, impala_program.TABLE)
     assert len(items) == expected_items
     truncations = 0
     previous_last = None

@@ -5,6 +5,7 @@ import pytest
 import reverb
 from dm_env import specs
 
+from repertory import testing
 from repertory.components import adders
 
 
@@ -32,18 +33,11 @@ def make_client():
     server.stop()
 
 
-def _read_all(client, table):
-  """Every item of a queue table, in insertion order, as numpy nests."""
-  size = client.server_info()[table].current_size
-  if size == 0:
-    return []
-  return [s.data for s in client.sample(
-      table, size, emit_timesteps=False, unpack_as_table_signature=True)]
 
 
 @pytest.fixture
 def read_all():
-  return _read_all
+  return testing.read_queue
 
 
 @pytest.fixture
