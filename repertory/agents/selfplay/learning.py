@@ -123,7 +123,8 @@ class SelfPlayLearner(core.Learner):
     self._replay = replay
     self._iterator = None
     self._logger = loggers.make_logger(
-        'learner', os.path.join(logdir, 'learner') if logdir else None)
+        'learner', os.path.join(logdir, 'learner') if logdir else None,
+        steps_key='learner/steps')  # TensorBoard keyed by learner steps.
     self._sgd = tf.function(self._sgd_step, autograph=False)
     self._last_log = time.time()
 
