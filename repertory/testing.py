@@ -8,6 +8,8 @@ test_mt with its learner stepped by hand (STYLE.md point 9).
 """
 
 import contextlib
+import importlib.util
+import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
@@ -27,6 +29,17 @@ def wait_until(predicate: Callable[[], Any], what: str,
       raise AssertionError(f'Timed out after {timeout:.0f} s waiting for '
                            f'{what}.')
     time.sleep(interval)
+
+
+def import_script(path: str, module_name: str) -> Any:
+  """Imports the script at `path` as the module `module_name` (once: a
+  script that defines absl flags can be imported only once per process)."""
+  if module_name not in sys.modules:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+  return sys.modules[module_name]
 
 
 @contextlib.contextmanager

@@ -7,7 +7,6 @@ tests do; local_mt and local_mp run the scripts from the command line with
 """
 
 import glob
-import importlib.util
 import os
 import re
 import subprocess
@@ -18,6 +17,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 
 import repertory.launch as lp
+from repertory import testing
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                         'examples', 'launchpad')
@@ -25,14 +25,8 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
 
 def load_example(name: str):
   """examples/launchpad/<name>.py as a module (once: it defines flags)."""
-  module_name = f'launchpad_example_{name}'
-  if module_name not in sys.modules:
-    spec = importlib.util.spec_from_file_location(
-        module_name, os.path.join(EXAMPLES, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-  return sys.modules[module_name]
+  return testing.import_script(os.path.join(EXAMPLES, f'{name}.py'),
+                               f'launchpad_example_{name}')
 
 
 def run_example(name: str, launch_type: str) -> str:
