@@ -117,6 +117,26 @@ def _start(clients, kind, address_file, *args):
   return clients.python_client(address_file, TOKEN, *args)
 
 
+def _play_to_the_end(tmp_path, clients, kind, launched, address_file,
+                     processes, episodes_each, seconds, timeout):
+  """`processes` client processes of `episodes_each` concurrent episodes
+  play until the launched program ends; returns its results.json."""
+  concurrency = (f'--threads={episodes_each}' if kind == 'python' else
+                 f'--concurrent={episodes_each}')
+  started = [_start(clients, kind, address_file, f'--seconds={seconds}',
+                    concurrency, f'--seed={i}') for i in range(processes)]
+  try:
+    assert launched.wait(timeout=timeout)
+  finally:
+    for process in started:
+      if process.poll() is None:
+        process.kill()
+      process.wait(timeout=30)
+    launched.stop(timeout=60)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    return json.load(f)
+
+
 @pytest.mark.parametrize('kind', ['python', 'node'])
 def test_learner_learns_from_client_processes(tmp_path, clients, kind):
   if kind == 'node':
@@ -124,19 +144,9 @@ def test_learner_learns_from_client_processes(tmp_path, clients, kind):
   program, address_file = _program(tmp_path, max_actor_steps=1_000)
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
-  concurrency = '--threads=2' if kind == 'python' else '--concurrent=2'
-  processes = [_start(clients, kind, address_file, '--seconds=300',
-                      concurrency, f'--seed={i}') for i in range(2)]
-  try:
-    assert launched.wait(timeout=280)
-  finally:
-    for process in processes:
-      if process.poll() is None:
-        process.kill()
-      process.wait(timeout=30)
-    launched.stop(timeout=60)
-  with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
+  results = _play_to_the_end(tmp_path, clients, kind, launched, address_file,
+                             processes=2, episodes_each=2, seconds=300,
+                             timeout=280)
   assert results['env'] == 'remote:catch'
   assert results['actor_steps'] >= 1_000  # Counted from remote steps only.
   assert results['learner_steps'] >= 1
@@ -152,17 +162,7 @@ def test_remote_clients_solve_catch(tmp_path, clients, kind):
       eval_episodes=20, launch_type='local_mt', progress_every_seconds=5.0)
   launched = launch.launch(program, launch_type='local_mt',
                            termination_notice_secs=5, block=False)
-  concurrency = '--threads=4' if kind == 'python' else '--concurrent=4'
-  processes = [_start(clients, kind, address_file, '--seconds=600',
-                      concurrency, f'--seed={i}') for i in range(4)]
-  try:
-    assert launched.wait(timeout=600)
-  finally:
-    for process in processes:
-      if process.poll() is None:
-        process.kill()
-      process.wait(timeout=30)
-    launched.stop(timeout=60)
-  with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
+  results = _play_to_the_end(tmp_path, clients, kind, launched, address_file,
+                             processes=4, episodes_each=4, seconds=600,
+                             timeout=600)
   assert results['eval_return_mean'] >= 0.9, results
