@@ -1,6 +1,6 @@
 """The light nodes of every program (counter, run monitor, episode
 bookkeeping, environments) neither import nor need TensorFlow: a node process
-that hosts only them pays no TensorFlow start-up (~8 CPU-seconds each)."""
+that hosts only them pays no TensorFlow start-up."""
 
 import subprocess
 import sys
