@@ -84,8 +84,8 @@ class R2D2Priority:
     self._gamma = config.discount
     self._eta = config.priority_eta
     self._transform = (
-        losses.signed_hyperbolic_transform(config.value_rescaling_eps)
-        if config.use_value_rescaling else losses.IDENTITY_TRANSFORM)
+        losses.numpy_signed_hyperbolic_transform(config.value_rescaling_eps)
+        if config.use_value_rescaling else None)
 
   def __call__(self, item: Mapping[str, Any]) -> float:
     b = self._burn_in
@@ -96,8 +96,7 @@ class R2D2Priority:
     step_type = np.asarray(item['step_type'])[b:]
     valid = step_type[:-1] != int(dm_env.StepType.LAST)
     ends = step_type[1:] == int(dm_env.StepType.LAST)  # x_{s+1} is LAST.
-    h = lambda x: np.asarray(self._transform.apply(x), np.float64)
-    h_inv = lambda x: np.asarray(self._transform.apply_inverse(x), np.float64)
+    h, h_inv = self._transform or (lambda x: x, lambda x: x)
     num_steps = len(rewards)
     v = h_inv(q[1:].max(axis=-1))  # [T]: the value of x_{s+1}.
     targets = np.zeros(num_steps)  # Untransformed n-step targets.

@@ -24,6 +24,7 @@ from repertory.components.losses.ppo import clipped_surrogate_objective
 from repertory.components.losses.ppo import generalized_advantage_estimation
 from repertory.components.losses.ppo import ppo_loss
 from repertory.components.losses.value_rescaling import IDENTITY_TRANSFORM
+from repertory.components.losses.value_rescaling import numpy_signed_hyperbolic_transform
 from repertory.components.losses.value_rescaling import signed_hyperbolic
 from repertory.components.losses.value_rescaling import SIGNED_HYPERBOLIC_TRANSFORM
 from repertory.components.losses.value_rescaling import signed_hyperbolic_transform

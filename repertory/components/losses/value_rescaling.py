@@ -14,6 +14,7 @@ the round trip holds to float32 precision for small and large |x|.
 import functools
 from typing import Callable, NamedTuple
 
+import numpy as np
 import tensorflow as tf
 
 R2D2_EPSILON = 1e-3
@@ -25,25 +26,46 @@ class ValueTransform(NamedTuple):
   apply_inverse: Callable[[tf.Tensor], tf.Tensor]
 
 
-def signed_hyperbolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
-  """h(x) = sign(x)(√(|x|+1) - 1) + εx (Pohlen et al. 2018; R2D2)."""
-  x = tf.cast(tf.convert_to_tensor(x), tf.float32)
-  abs_x = tf.abs(x)
+def _h(x, eps: float, ops):
+  """h with the array functions of `ops` (`tf.math` or `numpy`)."""
+  abs_x = ops.abs(x)
   # √(y+1) - 1 = y / (√(y+1) + 1), without cancellation for small y.
-  return tf.sign(x) * abs_x / (tf.sqrt(abs_x + 1.0) + 1.0) + eps * x
+  return ops.sign(x) * abs_x / (ops.sqrt(abs_x + 1.0) + 1.0) + eps * x
 
 
-def signed_parabolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
-  """h⁻¹(x), the inverse of `signed_hyperbolic` (Pohlen et al. 2018, A.2)."""
-  x = tf.cast(tf.convert_to_tensor(x), tf.float32)
-  y = tf.abs(x)
-  root = tf.sqrt(1.0 + 4.0 * eps * (y + 1.0 + eps))
+def _h_inverse(x, eps: float, ops):
+  """h⁻¹ with the array functions of `ops` (`tf.math` or `numpy`)."""
+  y = ops.abs(x)
+  root = ops.sqrt(1.0 + 4.0 * eps * (y + 1.0 + eps))
   # u = (root - 1) / 2ε and h⁻¹ = sign(x)(u - 1)(u + 1), with
   # u - 1 = 4y(y + 1 + ε) / ((2y + 1 + 2ε + root)(root + 1)).
   u = 2.0 * (y + 1.0 + eps) / (root + 1.0)
   u_minus_1 = 4.0 * y * (y + 1.0 + eps) / (
       (2.0 * y + 1.0 + 2.0 * eps + root) * (root + 1.0))
-  return tf.sign(x) * u_minus_1 * (u + 1.0)
+  return ops.sign(x) * u_minus_1 * (u + 1.0)
+
+
+def signed_hyperbolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
+  """h(x) = sign(x)(√(|x|+1) - 1) + εx (Pohlen et al. 2018; R2D2)."""
+  return _h(tf.cast(tf.convert_to_tensor(x), tf.float32), eps, tf.math)
+
+
+def signed_parabolic(x: tf.Tensor, eps: float = R2D2_EPSILON) -> tf.Tensor:
+  """h⁻¹(x), the inverse of `signed_hyperbolic` (Pohlen et al. 2018, A.2)."""
+  return _h_inverse(tf.cast(tf.convert_to_tensor(x), tf.float32), eps,
+                    tf.math)
+
+
+def numpy_signed_hyperbolic_transform(
+    eps: float = R2D2_EPSILON) -> ValueTransform:
+  """The same (h, h⁻¹) pair on numpy arrays in their own precision, for
+  per-item work outside TensorFlow (an actor's initial priorities)."""
+  if not eps > 0:
+    raise ValueError(f'numpy_signed_hyperbolic_transform: eps must be > 0, '
+                     f'got {eps!r}.')
+  return ValueTransform(
+      lambda x: _h(np.asarray(x), eps, np),
+      lambda x: _h_inverse(np.asarray(x), eps, np))
 
 
 def signed_hyperbolic_transform(eps: float = R2D2_EPSILON) -> ValueTransform:

@@ -33,6 +33,16 @@ def test_transform_matches_paper_formula():
                              h_inv_ref(VALUES), rtol=2e-6, atol=1e-7)
 
 
+def test_numpy_transform_matches_paper_formula_in_float64():
+  tx = losses.numpy_signed_hyperbolic_transform(EPS)
+  values = VALUES.astype(np.float64)
+  assert tx.apply(values).dtype == np.float64
+  np.testing.assert_allclose(tx.apply(values), h_ref(values), rtol=1e-12,
+                             atol=1e-14)
+  np.testing.assert_allclose(tx.apply_inverse(values), h_inv_ref(values),
+                             rtol=1e-9, atol=1e-12)
+
+
 def test_transform_round_trips():
   tx = losses.SIGNED_HYPERBOLIC_TRANSFORM
   np.testing.assert_allclose(tx.apply(tx.apply_inverse(VALUES)), VALUES,
