@@ -22,7 +22,8 @@ class RolloutActor(BatchedActor):
 
   Args:
     actor_id: this actor's index (recorded in its items, named in logs).
-    config: the agent's Config (`unroll_length`, `hidden_sizes`).
+    config: the agent's Config (`unroll_length`, `hidden_sizes`, and
+      `network` if it has one: see `mlp_policy.make_network`).
     env: environment spec for `repertory.environments`.
     envs_per_actor: environments stepped per policy call.
     seed: seed of the first environment (the others follow) and of the
@@ -49,8 +50,9 @@ class RolloutActor(BatchedActor):
     self._actor_id = actor_id
     self._config = config
     self._learner = learner
-    policy = mlp_policy.Policy(config.hidden_sizes, self.observation_spec,
-                               self.action_spec, seed=seed)
+    policy = mlp_policy.Policy(
+        config.hidden_sizes, self.observation_spec, self.action_spec,
+        seed=seed, network=getattr(config, 'network', 'shared_relu'))
     # The agent fetches and sets the weights (`BatchedActor` refreshes none).
     if fetch_timeout_s is None:
       fetch_timeout_s = getattr(config, self.FETCH_TIMEOUT_FIELD)
