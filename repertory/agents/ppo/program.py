@@ -76,5 +76,8 @@ def make_program(config: config_lib.Config,
     return program
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          acting.PPOActor, config, replay, learner, counter,
-                         monitor)
+                         monitor, max_rounds=acting.rounds_for_budget(
+                             experiment.max_actor_steps,
+                             config.steps_per_round(num_actors,
+                                                    envs_per_actor)))
   return program

@@ -72,11 +72,16 @@ class RolloutActor(BatchedActor):
     """One round of the agent's; False ends `run()` (a stop while waiting)."""
     raise NotImplementedError
 
+  def acquire(self, steps: int) -> bool:
+    """Whether `run()` may start the next round of `steps` environment
+    steps: the run's step budget (`ActorReporter.acquire`) by default."""
+    return self._reporter.acquire(steps)
+
   def run(self) -> None:
     stop = launch.stop_event()
     steps = self._config.unroll_length * self._num_envs
     try:
-      while not stop.is_set() and self._reporter.acquire(steps):
+      while not stop.is_set() and self.acquire(steps):
         if not self.round(stop):
           return
     except Exception:  # pylint: disable=broad-except
