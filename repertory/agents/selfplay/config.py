@@ -4,7 +4,10 @@ import dataclasses
 from typing import Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
-POLICY_LOSSES = ('neurd', 'a2c')
+POLICY_LOSSES = ('neurd', 'a2c', 'vtrace', 'ppo')
+# Where actors' policies run: in the actor (IMPALA) or on an inference
+# server that also plays the opponents' snapshots (SEED).
+INFERENCE = ('local', 'server')
 
 
 @dataclasses.dataclass
@@ -20,6 +23,18 @@ class Config:
     policy_loss: 'neurd' (Neural Replicator Dynamics: every legal action's
       logit follows its advantage under the Q critic) or 'a2c' (the sampled
       action's log-probability times its advantage); see learning.py.
+      'vtrace' (IMPALA's V-trace loss, off-policy corrected) or 'ppo'
+      (PPO's clipped surrogate, `ppo_epochs` passes per batch); see
+      updates.py. `--agent=impala|seed|ppo --selfplay=<rule>` sets these.
+    inference: 'local' (each actor plays the learner and the opponents'
+      snapshots itself, IMPALA-style) or 'server' (actors only step games;
+      a central inference server plays the learner and every opponent
+      snapshot, SEED-style; `--agent=seed --selfplay=<rule>`).
+    clip_rho_threshold: V-trace's ρ̄ and c̄ ('vtrace').
+    ppo_epochs: passes over each batch ('ppo').
+    ppo_minibatches: minibatches per pass ('ppo').
+    ppo_clip: the ratio clip ε, also the value clip ('ppo').
+    gae_lambda: λ of GAE ('ppo').
     neurd_clip: NeuRD pushes no logit beyond ±this.
     exploration: the learning seats play a uniformly random legal action
       with this probability (so the critic learns every action's value).
@@ -51,6 +66,12 @@ class Config:
   """
   matchmaking: str = 'latest'
   policy_loss: str = 'neurd'
+  inference: str = 'local'
+  clip_rho_threshold: float = 1.0
+  ppo_epochs: int = 4
+  ppo_minibatches: int = 4
+  ppo_clip: float = 0.2
+  gae_lambda: float = 0.95
   neurd_clip: float = 10.0
   exploration: float = 0.1
   batch_size: int = 64
@@ -79,7 +100,17 @@ class Config:
     if self.policy_loss not in POLICY_LOSSES:
       raise ValueError(f'Config.policy_loss={self.policy_loss!r}; choose one '
                        f'of {", ".join(POLICY_LOSSES)}.')
-    for name in ('batch_size', 'variable_update_period',
+    if self.inference not in INFERENCE:
+      raise ValueError(f'Config.inference={self.inference!r}; choose one '
+                       f'of {", ".join(INFERENCE)}.')
+    if not (self.clip_rho_threshold > 0 and self.ppo_clip > 0 and
+            0 <= self.gae_lambda <= 1):
+      raise ValueError(
+          f'Config: clip_rho_threshold={self.clip_rho_threshold} and '
+          f'ppo_clip={self.ppo_clip} must be > 0, gae_lambda='
+          f'{self.gae_lambda} in [0, 1].')
+    for name in ('ppo_epochs', 'ppo_minibatches',
+                 'batch_size', 'variable_update_period',
                  'report_every_games', 'checkpoint_every_steps',
                  'learner_log_every', 'min_games'):
       if getattr(self, name) < 1:
