@@ -92,6 +92,9 @@ def _run(tmp_path, matchmaking, learner_steps, **config):
     last = learner.get_variables(['policy'])
     players = league.players()
     summary = league.summary()
+    if 'inference' in program.groups:  # SEED-style: what the server played.
+      server = program.groups['inference'][0].create_handle().dereference()
+      summary['server'] = server.stats()
   finally:
     launched.stop(timeout=60)
   return first, last, players, summary
@@ -114,15 +117,16 @@ def test_self_play_raises_the_return_against_random(tmp_path):
 
 
 @pytest.mark.slow  # A learning test: its margin is not kept on a loaded machine.
-@pytest.mark.parametrize('policy_loss, matchmaking, learner_steps', [
-    ('vtrace', 'pfsp', 300),   # --agent=impala --selfplay=pfsp
-    ('ppo', 'latest', 150),    # --agent=ppo --selfplay=latest (4x4 updates)
+@pytest.mark.parametrize('policy_loss, inference, matchmaking, learner_steps', [
+    ('vtrace', 'local', 'pfsp', 300),   # --agent=impala --selfplay=pfsp
+    ('vtrace', 'server', 'pfsp', 300),  # --agent=seed --selfplay=pfsp
+    ('ppo', 'local', 'latest', 150),    # --agent=ppo --selfplay=latest
 ])
-def test_variant_raises_the_return_against_random(policy_loss, matchmaking,
-                                                  learner_steps, tmp_path):
+def test_variant_raises_the_return_against_random(
+    policy_loss, inference, matchmaking, learner_steps, tmp_path):
   first, last, players, summary = _run(
       tmp_path, matchmaking, learner_steps, policy_loss=policy_loss,
-      snapshot_every_steps=50)
+      inference=inference, snapshot_every_steps=50)
   assert last.version >= learner_steps
   before = _return_vs_random(first.variables[0])
   after = _return_vs_random(last.variables[0])
@@ -136,6 +140,9 @@ def test_variant_raises_the_return_against_random(policy_loss, matchmaking,
     assert opponents == {'main'}
   else:  # PFSP meets the pool's snapshots.
     assert opponents & {p['id'] for p in players}
+  if inference == 'server':  # The server played those snapshots.
+    assert set(summary['server']['opponents']) <= {p['id'] for p in players}
+    assert sum(summary['server']['opponents'].values()) > 1000
 
 
 def test_pfsp_plays_snapshots_and_rates_them(tmp_path):
