@@ -62,17 +62,22 @@ def make_program(config: config_lib.Config,
       program, experiment, counter, learner,
       functools.partial(mlp_policy.make_eval_actor, spec=spec,
                         hidden_sizes=config.hidden_sizes,
-                        greedy=config.eval_greedy, seed=experiment.eval_seed),
+                        greedy=config.eval_greedy, seed=experiment.eval_seed,
+                        network=config.network),
       replay=replay)
   if remote:  # The remote environment service replaces the actors.
     remote_lib.add_round_service(
         program, experiment.logdir, remote_options, functools.partial(
             mlp_policy.Policy, config.hidden_sizes, spec.observations,
-            spec.actions, seed=experiment.seed), learner, replay,
+            spec.actions, seed=experiment.seed, network=config.network),
+        learner, replay,
         acting.QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)
     return program
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          acting.PPOActor, config, replay, learner, counter,
-                         monitor)
+                         monitor, max_rounds=acting.rounds_for_budget(
+                             experiment.max_actor_steps,
+                             config.steps_per_round(num_actors,
+                                                    envs_per_actor)))
   return program
