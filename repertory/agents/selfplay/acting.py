@@ -9,8 +9,8 @@ plays and learns. Opponent weights are fetched from the league once per
 snapshot id (`MLPPolicy`, numpy: one call per distinct policy per step over
 all games that need it).
 
-With `server` (`--config.inference=server`, SEED-style) the actor only
-steps games: each step it sends every game's acting player's view and that
+With `server` (`--config.inference=server`, SEED-style) the actor
+evaluates no policy: each step it sends every game's acting player's view and that
 player's policy id ('' for the learner, else the opponent snapshot's id) to
 the `InferenceServer` in ONE call, which plays the learner and every
 opponent snapshot and returns actions, log-probabilities and the versions

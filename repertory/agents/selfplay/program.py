@@ -7,7 +7,7 @@
 
 With `inference='server'` (SEED-style) an `InferenceServer` node (group
 'inference') plays the learner's weights and every opponent snapshot (from
-the league) for all actors, which only step games.
+the league) for all actors, which step games and write trajectories.
 """
 
 import contextlib
