@@ -27,9 +27,10 @@ class Config:
       (PPO's clipped surrogate, `ppo_epochs` passes per batch); see
       updates.py. `--agent=impala|seed|ppo --selfplay=<rule>` sets these.
     inference: 'local' (each actor plays the learner and the opponents'
-      snapshots itself, IMPALA-style) or 'server' (actors step games and write
-      trajectories; a central inference server plays the learner and every opponent
-      snapshot, SEED-style; `--agent=seed --selfplay=<rule>`).
+      snapshots itself, IMPALA-style) or 'server' (actors step games and
+      write trajectories; a central inference server plays the learner and
+      every opponent snapshot, SEED-style; `--agent=seed
+      --selfplay=<rule>`).
     clip_rho_threshold: V-trace's ρ̄ and c̄ ('vtrace').
     ppo_epochs: passes over each batch ('ppo').
     ppo_minibatches: minibatches per pass ('ppo').
