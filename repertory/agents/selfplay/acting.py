@@ -10,11 +10,11 @@ snapshot id (`MLPPolicy`, numpy: one call per distinct policy per step over
 all games that need it).
 
 With `server` (`--config.inference=server`, SEED-style) the actor
-evaluates no policy: each step it sends every game's acting player's view and that
-player's policy id ('' for the learner, else the opponent snapshot's id) to
-the `InferenceServer` in ONE call, which plays the learner and every
-opponent snapshot and returns actions, log-probabilities and the versions
-that chose them.
+evaluates no policy: each step it sends every game's acting player's view
+and that player's policy id ('' for the learner, else the opponent
+snapshot's id) to the `InferenceServer` in ONE call, which plays the
+learner and every opponent snapshot and returns actions, log-probabilities
+and the versions that chose them.
 
 Each learning seat writes ITS OWN trajectory through a `SequenceAdder`
 (zero-padded to `max_player_steps + 1`, one item per game): its
