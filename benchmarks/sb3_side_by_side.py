@@ -75,6 +75,10 @@ _FIGURE = flags.DEFINE_string('figure', 'benchmarks/figures/'
                               'cartpole_sb3_side_by_side.png', 'PNG path.')
 _PLOT_RUNS = flags.DEFINE_list('plot_runs', ['sb3', 'ppo_sb3', 'ppo'],
                                'Runners drawn by --plot_from.')
+_EXTRA = flags.DEFINE_multi_string('extra_flag', [], 'A flag appended to '
+                                   'every repertory runner\'s command (e.g. '
+                                   '--extra_flag=--config.batch_size=16); '
+                                   'repeat for several.')
 # Internal: the SB3 child process.
 _SB3_CHILD = flags.DEFINE_string('sb3_child', '', 'Internal: run SB3 PPO '
                                  'with this logdir.')
@@ -123,7 +127,8 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
   budget = _BUDGET.get(runner, 100_000_000)
   return ([sys.executable, '-m', 'repertory.run', f'--agent={agent}',
            f'--seed={seed}', f'--logdir={logdir}',
-           f'--max_actor_steps={budget}'] + _CARTPOLE + extra)
+           f'--max_actor_steps={budget}'] + _CARTPOLE + extra +
+          list(_EXTRA.value))
 
 
 def sb3_child(logdir: str, seed: int) -> None:
