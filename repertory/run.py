@@ -49,6 +49,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
+from repertory.agents.selfplay import variants as selfplay_variants
 from repertory.components import checkpointing
 from repertory.launch import errors as launch_errors
 from repertory.remote import flags as remote_flags
@@ -100,9 +101,12 @@ _GRID = flags.DEFINE_multi_string(
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
+flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
+    'selfplay', '', 'Self-play of --agent=impala|seed|ppo on an N-player game: '
+    'latest|uniform|pfsp|pfsp_variance (docs/selfplay.md).')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
-                'seeds', 'grid', 'sweep_concurrency',
+                'seeds', 'grid', 'sweep_concurrency', 'selfplay',
                 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
 # Groups whose nodes are restarted after a crash (when the program has them).
@@ -408,6 +412,11 @@ def run(argv: Optional[List[str]] = None) -> None:
   if flags.FLAGS['lp_launch_type'].default == 'local_mt':
     flags.FLAGS.set_default('lp_launch_type', 'local_mp')
   agent_name = _argv_value(argv, 'agent', flags.FLAGS['agent'].default)
+  try:  # --selfplay=<rule>: the selfplay agent with --agent's loss.
+    argv = selfplay_variants.rewrite_argv(argv, agent_name)
+  except ValueError as e:
+    sys.exit(f'repertory.run: error: {e}')
+  agent_name = _argv_value(argv, 'agent', agent_name)
   argv = define_config_flag(agent_name, argv)
   if any(a in ('--help', '-h', '--helpshort', '-?') for a in argv[1:]):
     print(usage(agent_name))

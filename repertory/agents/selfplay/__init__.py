@@ -4,6 +4,11 @@ self-play (`pfsp`), on N-player games (`openspiel:`, `pettingzoo:` specs).
 
   python -m repertory.run --agent=selfplay --env=openspiel:kuhn_poker \
       --config.matchmaking=pfsp
+
+IMPALA's, SEED's and PPO's self-play are this agent with their losses and
+acting (`variants.py`):
+
+  python -m repertory.run --agent=impala --env=openspiel:kuhn_poker --selfplay=pfsp
 """
 
 from repertory.agents.selfplay.config import Config

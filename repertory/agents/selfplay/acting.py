@@ -9,6 +9,13 @@ plays and learns. Opponent weights are fetched from the league once per
 snapshot id (`MLPPolicy`, numpy: one call per distinct policy per step over
 all games that need it).
 
+With `server` (`--config.inference=server`, SEED-style) the actor
+evaluates no policy: each step it sends every game's acting player's view
+and that player's policy id ('' for the learner, else the opponent
+snapshot's id) to the `InferenceServer` in ONE call, which plays the
+learner and every opponent snapshot and returns actions, log-probabilities
+and the versions that chose them.
+
 Each learning seat writes ITS OWN trajectory through a `SequenceAdder`
 (zero-padded to `max_player_steps + 1`, one item per game): its
 observations at its own turns, its actions and their log-probabilities, the
@@ -78,8 +85,11 @@ class SelfPlayActor(core.Worker):
                max_player_steps: int, actor_id: int, seed: int, learner: Any,
                league: Any,
                replay: Any, counter: Any = None, monitor: Any = None,
-               logdir: Optional[str] = None, role: str = 'main'):
+               logdir: Optional[str] = None, role: str = 'main',
+               server: Any = None):
     self._config, self._league, self._role = config, league, role
+    self._server = server  # SEED-style: the inference server plays.
+    self._channel = None
     self._actor_id = actor_id
     self._rng = np.random.default_rng(seed)
     self._games = [environments.make(env, seed=seed + i)
@@ -94,9 +104,11 @@ class SelfPlayActor(core.Worker):
         replay, config_lib.TABLE, length, period=length,
         end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
         actor_id=actor_id)) for _ in range(self._n)] for _ in self._games]
-    self._client = variables.VariableClient(
+    self._client = None if server is not None else variables.VariableClient(
         learner, config_lib.POLICY,
         update_period=config.variable_update_period)
+    self._run_id = np.int64(int.from_bytes(os.urandom(7), 'little'))
+    self._learner_version = 0
     self._opponent_cache: 'collections.OrderedDict[str, Any]' = (
         collections.OrderedDict())
     self._queue: List[Tuple[str, int]] = []  # Sampled opponents, unused.
@@ -149,8 +161,9 @@ class SelfPlayActor(core.Worker):
       self._learning[i] = list(range(self._n))
     else:
       self._learning[i] = [int(self._rng.integers(self._n))]
-      self._opponent_policy(opponent[0])  # Fetched before the game starts.
-    self._versions[i] = self._client.version
+      if self._server is None:
+        self._opponent_policy(opponent[0])  # Fetched before the game starts.
+    self._versions[i] = self._learner_version
     self._totals[i] = np.zeros(self._n)
     self._timesteps[i] = self._games[i].reset()
 
@@ -160,9 +173,12 @@ class SelfPlayActor(core.Worker):
     """Plays until the program stops (or for `num_steps` more steps)."""
     stop = launch.stop_event() if num_steps is None else None
     try:
-      self._client.update(wait=True)
-      self._learner = league_lib.MLPPolicy(self._client.params)
-      self._learner_version = self._client.version
+      if self._server is None:
+        self._client.update(wait=True)
+        self._learner = league_lib.MLPPolicy(self._client.params)
+        self._learner_version = self._client.version
+      else:
+        self._channel = launch.ChannelClient(self._server.channel_address())
       for i, timestep in enumerate(self._timesteps):
         if timestep is None:
           self._start(i)
@@ -180,32 +196,25 @@ class SelfPlayActor(core.Worker):
         self._flush_reports()
 
   def _step(self) -> None:
-    """One move in every game: one policy call per distinct policy."""
-    requests: Dict[str, List[Tuple[int, int]]] = collections.defaultdict(list)
+    """One move in every game: one policy call per distinct policy (or one
+    call to the inference server)."""
+    rows: List[Tuple[int, int, str]] = []  # (game, player, policy key)
     for i, timestep in enumerate(self._timesteps):
       current = int(timestep.observation[multiagent.CURRENT_PLAYER])
       players = range(self._n) if current == multiagent.SIMULTANEOUS else [
           current]
       for p in players:
-        key = (_LEARNER if p in self._learning[i] else self._opponents[i][0])
-        requests[key].append((i, p))
+        rows.append((i, p, _LEARNER if p in self._learning[i]
+                     else self._opponents[i][0]))
+    choose = self._choose_locally if self._server is None else self._serve
+    chosen, log_probs, versions = choose(rows)
     actions = np.zeros((len(self._games), self._n), np.int64)
-    for key, games in requests.items():
-      policy = (self._learner if key == _LEARNER
-                else self._opponent_policy(key))
-      obs = np.stack([self._timesteps[i].observation['observation'][p]
-                      for i, p in games])
-      legal = np.stack([self._timesteps[i].observation['legal_actions'][p]
-                        for i, p in games])
-      chosen, log_probs = policy.act(
-          obs, legal, self._rng,
-          epsilon=self._config.exploration if key == _LEARNER else 0.0)
-      for (i, p), action, log_prob in zip(games, chosen, log_probs):
-        actions[i, p] = action
-        if key == _LEARNER:
-          self._seats[i][p].act(
-              multiagent.player_view(self._timesteps[i], p), action,
-              log_prob, self._learner_version)
+    for (i, p, key), action, log_prob, version in zip(rows, chosen, log_probs,
+                                                      versions):
+      actions[i, p] = action
+      if key == _LEARNER:
+        self._seats[i][p].act(multiagent.player_view(self._timesteps[i], p),
+                              action, log_prob, version)
     for i, game in enumerate(self._games):
       timestep = game.step(actions[i])
       self._totals[i] += timestep.reward
@@ -216,10 +225,55 @@ class SelfPlayActor(core.Worker):
         self._finish(i)
     self.steps += len(self._games)
     self._reporter.report(len(self._games), [], [])
-    self._client.update()
-    if self._client.version != self._learner_version:
-      self._learner = league_lib.MLPPolicy(self._client.params)
-      self._learner_version = self._client.version
+    if self._client is not None:
+      self._client.update()
+      if self._client.version != self._learner_version:
+        self._learner = league_lib.MLPPolicy(self._client.params)
+        self._learner_version = self._client.version
+
+  def _choose_locally(self, rows):
+    """(actions, log-probs, versions) per row, one call per policy."""
+    chosen = np.zeros(len(rows), np.int64)
+    log_probs = np.zeros(len(rows), np.float32)
+    groups: Dict[str, List[int]] = collections.defaultdict(list)
+    for k, (_, _, key) in enumerate(rows):
+      groups[key].append(k)
+    for key, ks in groups.items():
+      policy = (self._learner if key == _LEARNER
+                else self._opponent_policy(key))
+      obs = np.stack([self._timesteps[rows[k][0]].observation['observation'][
+          rows[k][1]] for k in ks])
+      legal = np.stack([self._timesteps[rows[k][0]].observation[
+          'legal_actions'][rows[k][1]] for k in ks])
+      chosen[ks], log_probs[ks] = policy.act(
+          obs, legal, self._rng,
+          epsilon=self._config.exploration if key == _LEARNER else 0.0)
+    return chosen, log_probs, [self._learner_version] * len(rows)
+
+  def _serve(self, rows):
+    """(actions, log-probs, versions) per row from the inference server:
+    one call with every game's acting player (turn-based games)."""
+    if len(rows) != len(self._games):
+      raise ValueError('Self-play on an inference server plays turn-based '
+                       'games (one acting player per game).')
+    view = lambda i, p, name: self._timesteps[i].observation[name][p]  # pylint: disable=g-long-lambda
+    step_type = np.array([self._timesteps[i].step_type for i, _, _ in rows],
+                         np.int8)
+    zeros = np.zeros(len(rows), np.float32)
+    observation = {
+        'observation': np.stack([view(i, p, 'observation')
+                                 for i, p, _ in rows]),
+        'legal_actions': np.stack([view(i, p, 'legal_actions')
+                                   for i, p, _ in rows])}
+    opponent = np.array(['' if key == _LEARNER else key for _, _, key in rows])
+    actions, extras = self._channel.call(
+        np.int64(self._actor_id), self._run_id, step_type, zeros, zeros,
+        observation, opponent)
+    versions = extras['policy_version']
+    learner = opponent == ''
+    if learner.any():
+      self._learner_version = int(versions[learner].max())
+    return actions, extras['log_prob'], versions.tolist()
 
   def _finish(self, i: int) -> None:
     timestep = self._timesteps[i]
@@ -257,7 +311,10 @@ class SelfPlayActor(core.Worker):
     self._flush_reports()
     if self._log is not None:
       self._log.close()
-    self._client.close()
+    if self._client is not None:
+      self._client.close()
+    if self._channel is not None:
+      self._channel.close()
     for game in self._games:
       game.close()
 

@@ -4,13 +4,16 @@ import dataclasses
 from typing import Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
-POLICY_LOSSES = ('neurd', 'a2c', 'mmd')
+POLICY_LOSSES = ('neurd', 'a2c', 'mmd', 'vtrace', 'ppo')
+# Where actors' policies run: in the actor (IMPALA) or on an inference
+# server that also plays the opponents' snapshots (SEED).
+INFERENCE = ('local', 'server')
 
 
 @dataclasses.dataclass
 class Config:
-  """Self-play against a league of frozen snapshots (NeuRD, A2C or MMD
-  learner).
+  """Self-play against a league of frozen snapshots (NeuRD, A2C, MMD,
+  V-trace or PPO learner).
 
   Attributes:
     matchmaking: how actors pick each episode's opponent: 'latest' (naive
@@ -25,6 +28,9 @@ class Config:
       action's logit follows Q(o, a) - magnet_strength · log(π(a|o) / ρ(a|o))
       minus its mean under π, which pulls π towards the magnet ρ and makes
       the live policy itself converge instead of cycling); see learning.py.
+      'vtrace' (IMPALA's V-trace loss, off-policy corrected) or 'ppo'
+      (PPO's clipped surrogate, `ppo_epochs` passes per batch); see
+      updates.py. `--agent=impala|seed|ppo --selfplay=<rule>` sets these.
     magnet_strength: 'mmd' only: α, the weight of the KL(π, ρ) pull towards
       the magnet (with a fixed uniform magnet the policy converges to a
       logit (quantal response) equilibrium of temperature α).
@@ -35,6 +41,16 @@ class Config:
       phase converges to the equilibrium of a game regularised towards the
       previous phase's result, so the sequence approaches a Nash equilibrium
       rather than a QRE).
+    inference: 'local' (each actor plays the learner and the opponents'
+      snapshots itself, IMPALA-style) or 'server' (actors step games and
+      write trajectories; a central inference server plays the learner and
+      every opponent snapshot, SEED-style; `--agent=seed
+      --selfplay=<rule>`).
+    clip_rho_threshold: V-trace's ρ̄ and c̄ ('vtrace').
+    ppo_epochs: passes over each batch ('ppo').
+    ppo_minibatches: minibatches per pass ('ppo').
+    ppo_clip: the ratio clip ε, also the value clip ('ppo').
+    gae_lambda: λ of GAE ('ppo').
     neurd_clip: NeuRD pushes no logit beyond ±this.
     exploration: the learning seats play a uniformly random legal action
       with this probability (so the critic learns every action's value).
@@ -69,6 +85,12 @@ class Config:
   """
   matchmaking: str = 'latest'
   policy_loss: str = 'neurd'
+  inference: str = 'local'
+  clip_rho_threshold: float = 1.0
+  ppo_epochs: int = 4
+  ppo_minibatches: int = 4
+  ppo_clip: float = 0.2
+  gae_lambda: float = 0.95
   neurd_clip: float = 10.0
   exploration: float = 0.1
   batch_size: int = 64
@@ -100,7 +122,17 @@ class Config:
     if self.policy_loss not in POLICY_LOSSES:
       raise ValueError(f'Config.policy_loss={self.policy_loss!r}; choose one '
                        f'of {", ".join(POLICY_LOSSES)}.')
-    for name in ('batch_size', 'variable_update_period',
+    if self.inference not in INFERENCE:
+      raise ValueError(f'Config.inference={self.inference!r}; choose one '
+                       f'of {", ".join(INFERENCE)}.')
+    if not (self.clip_rho_threshold > 0 and self.ppo_clip > 0 and
+            0 <= self.gae_lambda <= 1):
+      raise ValueError(
+          f'Config: clip_rho_threshold={self.clip_rho_threshold} and '
+          f'ppo_clip={self.ppo_clip} must be > 0, gae_lambda='
+          f'{self.gae_lambda} in [0, 1].')
+    for name in ('ppo_epochs', 'ppo_minibatches',
+                 'batch_size', 'variable_update_period',
                  'report_every_games', 'checkpoint_every_steps',
                  'learner_log_every', 'min_games'):
       if getattr(self, name) < 1:

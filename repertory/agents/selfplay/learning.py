@@ -53,6 +53,7 @@ from repertory import core
 from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import networks as networks_lib
+from repertory.agents.selfplay import updates
 from repertory.components import learners
 from repertory.components import loggers
 from repertory.components import losses
@@ -157,6 +158,8 @@ class SelfPlayLearner(core.Learner):
         'learner', os.path.join(logdir, 'learner') if logdir else None,
         steps_key='learner/steps')  # TensorBoard keyed by learner steps.
     self._sgd = tf.function(self._sgd_step, autograph=False)
+    if config.policy_loss in updates.POLICY_LOSSES:  # IMPALA's, PPO's.
+      self._sgd = updates.make_update(config, self._network, self._optimizer)
     self._last_log = time.time()
 
   def _weights(self):

@@ -4,6 +4,10 @@
    ^  ^-- opponents' weights, per snapshot id ---- league <-- snapshots --'
    '----- the learner's weights (VariableClient) ------------------------'
  actors --> league.report (payoffs, Elo)   counter, monitor (eval vs random)
+
+With `inference='server'` (SEED-style) an `InferenceServer` node (group
+'inference') plays the learner's weights and every opponent snapshot (from
+the league) for all actors, which step games and write trajectories.
 """
 
 import contextlib
@@ -19,6 +23,7 @@ from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import learning
 from repertory.agents.selfplay import networks as networks_lib
 from repertory.components import adders
+from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import replay as replay_lib
 from repertory.components.evaluation import monitor as monitor_lib
@@ -97,14 +102,30 @@ def make_program(config: config_lib.Config,
                   'launch_type': experiment.launch_type,
                   'num_actors': experiment.num_actors,
                   'matchmaking': config.matchmaking,
+                  'policy_loss': config.policy_loss,
+                  'inference': config.inference,
                   'seed': experiment.seed},
         replay=replay,
         progress_every_seconds=experiment.progress_every_seconds))
+  server = None
+  if config.inference == 'server':
+    with program.group('inference'):
+      server = program.add_node(launch.CourierNode(
+          inference.InferenceServer,
+          make_policy=functools.partial(league_lib.ServedPolicy,
+                                        config.exploration),
+          variable_source=learner, replay=None, table=config_lib.TABLE,
+          unroll_length=1, envs_per_actor=experiment.envs_per_actor,
+          max_batch_size=experiment.num_actors,
+          variable_update_period=config.variable_update_period,
+          variable_name=config_lib.POLICY, seed=experiment.seed,
+          opponents=league,
+          make_opponent_policy=league_lib.ServedPolicy, return_extras=True))
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(
           acting.SelfPlayActor, config, experiment.env,
           experiment.envs_per_actor, max_player_steps, i,
           experiment.actor_seed(i) * 1000 + i, learner, league, replay,
-          counter, monitor, experiment.logdir))
+          counter, monitor, experiment.logdir, server=server))
   return program

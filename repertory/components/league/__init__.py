@@ -15,6 +15,7 @@ from repertory.components.league.matchmaking import register as register_matchma
 from repertory.components.league.matchmaking import RULES as MATCHMAKING_RULES
 from repertory.components.league.policy import masked_logits
 from repertory.components.league.policy import MLPPolicy
+from repertory.components.league.policy import ServedPolicy
 from repertory.components.league.ratings import Elo
 from repertory.components.league.ratings import elo_expected
 from repertory.components.league.ratings import PayoffTable

@@ -11,10 +11,13 @@ applied:
     policy = MLPPolicy(weights)                  # {'torso/mlp/layers/0/w': ...}
     actions, log_probs = policy.act(observations, legal, rng)   # [B], [B]
     probs = policy.probabilities(observations, legal)            # [B, A]
+
+`ServedPolicy` is the same policy as an `InferenceServer` policy (SEED
+self-play: the server plays the learner and every opponent snapshot).
 """
 
 import re
-from typing import Mapping, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -68,23 +71,54 @@ class MLPPolicy:
     return p / p.sum(axis=-1, keepdims=True)
 
   def act(self, observations: np.ndarray, legal: np.ndarray,
-          rng: np.random.Generator, greedy: bool = False,
-          epsilon: float = 0.0) -> Tuple[np.ndarray, np.ndarray]:
+          rng: Optional[np.random.Generator], greedy: bool = False,
+          epsilon: float = 0.0, uniform: Optional[np.ndarray] = None
+          ) -> Tuple[np.ndarray, np.ndarray]:
     """Sampled (or greedy) legal actions `[B]` and their log-probs `[B]`.
 
     With `epsilon`, actions come from (1 - epsilon) π + epsilon uniform over
     the legal actions (exploration), and the log-probs are that mixture's.
+    `uniform` ([B] numbers in [0, 1)) replaces the draws from `rng`.
     """
     probs = self.probabilities(observations, legal)
     if epsilon > 0:
-      uniform = legal / legal.sum(axis=-1, keepdims=True)
-      probs = (1.0 - epsilon) * probs + epsilon * uniform
+      spread = legal / legal.sum(axis=-1, keepdims=True)
+      probs = (1.0 - epsilon) * probs + epsilon * spread
     if greedy:
       actions = probs.argmax(axis=-1)
     else:
       cumulative = probs.cumsum(axis=-1)
-      draws = rng.uniform(size=(len(probs), 1)) * cumulative[:, -1:]
+      u = (rng.uniform(size=len(probs)) if uniform is None
+           else np.asarray(uniform, np.float64))
+      draws = u[:, None] * cumulative[:, -1:]
       actions = np.minimum((cumulative < draws).sum(axis=-1),
                            probs.shape[-1] - 1)
     chosen = probs[np.arange(len(actions)), actions]
     return actions, np.log(np.maximum(chosen, 1e-30))
+
+
+class ServedPolicy:
+  """`MLPPolicy` as an `InferenceServer` policy: stateless, observations
+  `{'observation': [B, *obs], 'legal_actions': [B, A]}`, extras
+  `{'log_prob': [B]}` (of the ε-mixture it samples from)."""
+
+  def __init__(self, epsilon: float = 0.0):
+    self._epsilon = epsilon
+    self._policy: Optional[MLPPolicy] = None
+
+  def initial_state(self, batch_size: int) -> Tuple[()]:
+    del batch_size
+    return ()
+
+  def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
+    self._policy = MLPPolicy(weights)
+
+  def step(self, observation: Dict[str, np.ndarray], state: Any,
+           first: np.ndarray, uniform: np.ndarray
+           ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Tuple[()]]:
+    del first
+    actions, log_probs = self._policy.act(
+        observation['observation'], observation['legal_actions'], None,
+        epsilon=self._epsilon, uniform=uniform)
+    return (actions.astype(np.int64), {'log_prob': log_probs.astype(
+        np.float32)}, state)

@@ -145,9 +145,9 @@ def test_mmd_fixed_point_is_the_magnets_logit_response():
 
 
 def test_config_rejects_bad_mmd_values():
-  with pytest.raises(ValueError, match=r"policy_loss='ppo'; choose one of "
-                     'neurd, a2c, mmd'):
-    selfplay.Config(policy_loss='ppo')
+  with pytest.raises(ValueError, match=r"policy_loss='reinforce'; choose one "
+                     'of neurd, a2c, mmd, vtrace, ppo'):
+    selfplay.Config(policy_loss='reinforce')
   with pytest.raises(ValueError, match='magnet_update_steps must be >= 1'):
     selfplay.Config(policy_loss='mmd', magnet_update_steps=0)
   with pytest.raises(ValueError, match='magnet_strength must be >= 0'):

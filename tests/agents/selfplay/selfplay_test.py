@@ -1,5 +1,6 @@
 """The selfplay agent: config checks, games it refuses, and short test_mt
-runs on Kuhn poker that raise the return against a random player and fill
+runs on Kuhn poker that raise the return against a random player (NeuRD,
+and the IMPALA (V-trace) and PPO variants of `--selfplay`) and fill
 the league (snapshots, payoffs, per-game opponent log)."""
 
 import csv
@@ -91,6 +92,9 @@ def _run(tmp_path, matchmaking, learner_steps, **config):
     last = learner.get_variables(['policy'])
     players = league.players()
     summary = league.summary()
+    if 'inference' in program.groups:  # SEED-style: what the server played.
+      server = program.groups['inference'][0].create_handle().dereference()
+      summary['server'] = server.stats()
   finally:
     launched.stop(timeout=60)
   return first, last, players, summary
@@ -110,6 +114,35 @@ def test_self_play_raises_the_return_against_random(tmp_path):
   with open(os.path.join(tmp_path, 'games', 'actor_0.csv')) as f:
     rows = list(csv.DictReader(f))
   assert rows and {r['opponent'] for r in rows} == {'main'}  # Itself.
+
+
+@pytest.mark.slow  # A learning test: its margin is not kept on a loaded machine.
+@pytest.mark.parametrize('policy_loss, inference, matchmaking, learner_steps', [
+    ('vtrace', 'local', 'pfsp', 300),   # --agent=impala --selfplay=pfsp
+    ('vtrace', 'server', 'pfsp', 300),  # --agent=seed --selfplay=pfsp
+    ('ppo', 'local', 'latest', 150),    # --agent=ppo --selfplay=latest
+])
+def test_variant_raises_the_return_against_random(
+    policy_loss, inference, matchmaking, learner_steps, tmp_path):
+  first, last, players, summary = _run(
+      tmp_path, matchmaking, learner_steps, policy_loss=policy_loss,
+      inference=inference, snapshot_every_steps=50)
+  assert last.version >= learner_steps
+  before = _return_vs_random(first.variables[0])
+  after = _return_vs_random(last.variables[0])
+  # The standard error of each mean is about 1.4 / sqrt(4000) = 0.022.
+  assert after > before + 0.1, (before, after)
+  assert len(players) >= 3 and summary['league/games'] > 1000
+  with open(os.path.join(tmp_path, 'games', 'actor_0.csv')) as f:
+    rows = list(csv.DictReader(f))
+  opponents = {r['opponent'] for r in rows}
+  if matchmaking == 'latest':
+    assert opponents == {'main'}
+  else:  # PFSP meets the pool's snapshots.
+    assert opponents & {p['id'] for p in players}
+  if inference == 'server':  # The server played those snapshots.
+    assert set(summary['server']['opponents']) <= {p['id'] for p in players}
+    assert sum(summary['server']['opponents'].values()) > 1000
 
 
 def test_pfsp_plays_snapshots_and_rates_them(tmp_path):
