@@ -52,7 +52,8 @@ import psutil
 
 _RUNS = flags.DEFINE_list('runs', ['sb3', 'ppo', 'impala', 'seed'],
                           'Runners, in order: sb3, ppo, impala, seed, or '
-                          'ppo_sb3 (repertory PPO with SB3\'s round shape).')
+                          'ppo_sb3 (repertory PPO with every SB3 rl-zoo '
+                          'setting spelled out, SB3\'s round shape).')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds, each runner.')
 _OUT = flags.DEFINE_string('out', '/tmp/sb3_side_by_side.jsonl',
                            'One JSON line per run is appended here.')
@@ -74,6 +75,10 @@ _FIGURE = flags.DEFINE_string('figure', 'benchmarks/figures/'
                               'cartpole_sb3_side_by_side.png', 'PNG path.')
 _PLOT_RUNS = flags.DEFINE_list('plot_runs', ['sb3', 'ppo_sb3', 'ppo'],
                                'Runners drawn by --plot_from.')
+_EXTRA = flags.DEFINE_multi_string('extra_flag', [], 'A flag appended to '
+                                   'every repertory runner\'s command (e.g. '
+                                   '--extra_flag=--config.batch_size=16); '
+                                   'repeat for several.')
 # Internal: the SB3 child process.
 _SB3_CHILD = flags.DEFINE_string('sb3_child', '', 'Internal: run SB3 PPO '
                                  'with this logdir.')
@@ -83,20 +88,34 @@ _SB3_STEPS = flags.DEFINE_integer('sb3_timesteps', 100_000, 'SB3\'s budget '
                                   'it).')
 
 _CARTPOLE = ['--env=gym:CartPole-v1', '--stop_at_return=never',
-             '--max_actor_steps=100000000', '--eval_episodes=1']
+             '--eval_episodes=1']
 # README's CartPole flags for IMPALA (SEED takes the same).
 _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.learning_rate=5e-4', '--config.unroll_length=20',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
-# Repertory PPO shaped like rl-zoo's SB3 run: 256 steps per round in one
-# minibatch, 20 epochs, no value clipping, SB3's value-loss weight (SB3's
-# vf_coef 0.5 multiplies the plain MSE; repertory's value_cost the half MSE),
-# learning rate annealed to 0 over 100k steps.
+# Repertory PPO with SB3's rl-zoo run spelled out: its round (8 environments
+# x 32 steps = 256, one minibatch, 20 epochs), SB3's MlpPolicy network
+# (separate 64-64 tanh MLPs, orthogonal init), no value clipping, SB3's value
+# weight (its vf_coef 0.5 multiplies the plain MSE; repertory's value_cost
+# the half MSE), learning rate and clip range annealed to 0 over SB3's 100k
+# steps with SB3's progress offset. PPO's defaults are these too, but for the
+# round's shape; the flags keep this runner SB3's if the defaults change.
 _PPO_SB3_FLAGS = ['--num_actors=2', '--envs_per_actor=4',
-                  '--config.num_minibatches=1', '--config.value_clip_epsilon=None',
-                  '--config.value_cost=1.0', '--config.anneal_learning_rate=true',
+                  '--config.num_minibatches=1', '--config.num_epochs=20',
+                  '--config.unroll_length=32', '--config.learning_rate=1e-3',
+                  '--config.clip_epsilon=0.2', '--config.discount=0.98',
+                  '--config.gae_lambda=0.8', '--config.entropy_cost=0.0',
+                  '--config.max_grad_norm=0.5',
+                  '--config.network=separate_tanh',
+                  '--config.value_clip_epsilon=None', '--config.value_cost=1.0',
+                  '--config.anneal_learning_rate=true',
+                  '--config.anneal_clip_epsilon=true',
                   '--config.anneal_steps=100000']
+# PPO's schedules anneal over the run's budget (max_actor_steps, as SB3's
+# over total_timesteps): its runners get SB3's 100k; IMPALA and SEED run
+# until the benchmark ends them.
+_BUDGET = {'ppo': 100_000, 'ppo_sb3': 100_000}
 
 
 def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
@@ -105,8 +124,11 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
            'seed': 'seed'}[runner]
   extra = {'ppo': [], 'ppo_sb3': _PPO_SB3_FLAGS, 'impala': _IMPALA_FLAGS,
            'seed': _IMPALA_FLAGS}[runner]
+  budget = _BUDGET.get(runner, 100_000_000)
   return ([sys.executable, '-m', 'repertory.run', f'--agent={agent}',
-           f'--seed={seed}', f'--logdir={logdir}'] + _CARTPOLE + extra)
+           f'--seed={seed}', f'--logdir={logdir}',
+           f'--max_actor_steps={budget}'] + _CARTPOLE + extra +
+          list(_EXTRA.value))
 
 
 def sb3_child(logdir: str, seed: int) -> None:
@@ -308,8 +330,8 @@ def _fmt(values, form, unit=''):
 def print_table(results: List[Dict[str, Any]]) -> None:
   names = {'sb3': 'Stable-Baselines3 PPO, rl-zoo settings, 8 envs, 1 process',
            'ppo': 'repertory PPO (defaults), local_mp',
-           'ppo_sb3': 'repertory PPO, SB3\'s round shape (2 x 4 envs, 1 '
-                      'minibatch, no value clip, lr annealed), local_mp',
+           'ppo_sb3': 'repertory PPO, SB3\'s rl-zoo settings and network '
+                      '(2 x 4 envs, 1 minibatch), local_mp',
            'impala': 'repertory IMPALA (README\'s CartPole flags), local_mp',
            'seed': 'repertory SEED (IMPALA\'s flags), local_mp'}
   print('| | time to 475 from launch (per seed) | start-up before the first '

@@ -29,6 +29,8 @@ _MCTS = flags.DEFINE_integer('mcts_simulations', 100, 'MCTS simulations.')
 _MATCHMAKING = flags.DEFINE_string('matchmaking', 'pfsp', 'Matchmaking rule.')
 _CONFIG = flags.DEFINE_multi_string('config', [], 'Extra k=v agent settings.')
 _ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
+_GREEDY = flags.DEFINE_bool('greedy', False, 'The trained policy plays its '
+                            'most likely legal move (repertory.play --greedy).')
 _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
                                'play after training.')
 
@@ -53,10 +55,13 @@ def train(logdir: str) -> None:
 
 
 def play(logdir: str, opponent: str) -> dict:
-  path = os.path.join(logdir, f'play_{opponent.replace(":", "_")}.json')
+  greedy = '_greedy' if _GREEDY.value else ''
+  path = os.path.join(logdir,
+                      f'play_{opponent.replace(":", "_")}{greedy}.json')
   command = [sys.executable, '-m', 'repertory.play',
              '--env=openspiel:connect_four', f'--players=run:{logdir},{opponent}',
-             f'--games={_GAMES.value}', f'--json={path}']
+             f'--games={_GAMES.value}', f'--json={path}',
+             f'--greedy={_GREEDY.value}']
   begin = time.time()
   out = subprocess.run(command, capture_output=True, text=True, check=True)
   print(out.stdout, flush=True)
@@ -86,6 +91,7 @@ def main(argv):
   for name in _OPPONENTS.value:
     opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
     results[opponent] = play(logdir, opponent)
+  results['greedy'] = _GREEDY.value
   with open(os.path.join(logdir, 'connect_four.json'), 'w') as f:
     json.dump(results, f, indent=1)
   print(json.dumps({k: v for k, v in results.items() if k != 'snapshots'},

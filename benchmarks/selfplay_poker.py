@@ -10,7 +10,9 @@ league.json) and computes OpenSpiel's exploitability of each snapshot and
 of the average of the pool so far (each snapshot chosen with equal
 probability per game: fictitious play's average policy). Then runs
 `pyspiel.CFRSolver` for the same wall time (evaluation time excluded) and
-records the exploitability of its average policy. Writes
+records the exploitability of its average policy. A run continued on the
+same --out directory (chunks of a few minutes) continues the same curve:
+training seconds leave out the time between chunks. Writes
 `<out>/exploitability.json` and, with --figure, a plot.
 """
 
@@ -36,6 +38,9 @@ _ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
 _REPLOT = flags.DEFINE_bool('replot', False, 'Only draw --out\'s '
                             'exploitability.json into --figure.')
 _CFR = flags.DEFINE_bool('cfr', True, 'Also run CFR for the same time.')
+_CFR_SECONDS = flags.DEFINE_float(
+    'cfr_seconds', None, 'CFR\'s wall time (default: the league\'s training '
+    'time; a cap keeps one locked chunk short when CFR has long converged).')
 _RESUME = flags.DEFINE_bool('train', True, 'Train (False: only evaluate the '
                             'run already in --out, and CFR).')
 
@@ -49,6 +54,7 @@ def train(logdir: str) -> None:
              f'--config.matchmaking={_MATCHMAKING.value}'] + [
                  f'--config.{c}' for c in _CONFIG.value]
   print(' '.join(command), flush=True)
+  start = time.time()
   process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
   time.sleep(_SECONDS.value)
@@ -57,6 +63,40 @@ def train(logdir: str) -> None:
     process.wait(timeout=60)
   except subprocess.TimeoutExpired:
     process.kill()
+  chunks = _chunks(logdir)
+  chunks.append({'start': start, 'end': time.time()})
+  with open(os.path.join(logdir, _CHUNKS), 'w') as f:
+    json.dump(chunks, f, indent=1)
+
+
+_CHUNKS = 'benchmark_chunks.json'  # [{start, end}] of each training chunk.
+
+
+def _chunks(logdir: str) -> list:
+  path = os.path.join(logdir, _CHUNKS)
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return json.load(f)
+
+
+def training_seconds(logdir: str):
+  """wall time -> training seconds: the time since the first chunk began,
+  less the gaps between chunks (a run resumed on the same --out directory
+  continues the same curve). Without a chunk record: since config.json."""
+  chunks = _chunks(logdir)
+  if not chunks:
+    start = os.path.getmtime(os.path.join(logdir, 'config.json'))
+    return lambda t: t - start
+
+  def seconds(t):
+    done = 0.0
+    for chunk in chunks:
+      if t <= chunk['end']:
+        return done + max(0.0, t - chunk['start'])
+      done += chunk['end'] - chunk['start']
+    return done
+  return seconds
 
 
 def league_curve(logdir: str, game):
@@ -77,7 +117,7 @@ def league_curve(logdir: str, game):
       os.path.join(logdir, 'league'),
       lambda: networks.make_network(spec, config.hidden_sizes))
   players = league.players()
-  start = os.path.getmtime(os.path.join(logdir, 'config.json'))
+  seconds = training_seconds(logdir)
   curve, pool = [], []
   for player in players:
     _, weights = league.get_weights(player['id'])
@@ -85,7 +125,7 @@ def league_curve(logdir: str, game):
     table = op.tabular_policy(game, policy.probabilities)
     pool.append(table)
     curve.append({
-        'seconds': player.get('time', start) - start, 'step': player['step'],
+        'seconds': seconds(player.get('time', 0.0)), 'step': player['step'],
         'snapshot': op.exploitability(game, table),
         'average': op.exploitability(game, op.average_policy(game, pool)),
     })
@@ -125,13 +165,17 @@ def main(argv):
   if _RESUME.value:
     train(logdir)
   league = league_curve(logdir, game)
-  cfr = cfr_curve(game, max(p['seconds'] for p in league) if league
-                  else _SECONDS.value) if _CFR.value else [{}]
+  seconds = max(p['seconds'] for p in league) if league else _SECONDS.value
+  if _CFR_SECONDS.value is not None:
+    seconds = min(seconds, _CFR_SECONDS.value)
+  cfr = cfr_curve(game, seconds) if _CFR.value else [{}]
   with open(os.path.join(logdir, 'progress.csv')) as f:
     header, *rows = [line.strip().split(',') for line in f if line.strip()]
   last = dict(zip(header, rows[-1])) if rows else {}
   result = {'game': _GAME.value, 'matchmaking': _MATCHMAKING.value,
-            'train_seconds': _SECONDS.value, 'league': league, 'cfr': cfr,
+            'train_seconds': sum(c['end'] - c['start'] for c in
+                                 _chunks(logdir)) or _SECONDS.value,
+            'chunks': _chunks(logdir), 'league': league, 'cfr': cfr,
             'actor_steps_per_second': float(last.get(
                 'actor_steps_per_second', 'nan')),
             'loadavg': open('/proc/loadavg').read().split()[:3]}

@@ -145,7 +145,10 @@ def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
     return False
   with open(path) as f:
     old = checkpointing.upgrade_saved_config(json.load(f))
-  new = json.loads(json.dumps(saved, default=str))
+  # Upgraded like the saved one, so an agent field that shares a legacy name
+  # (selfplay's checkpoint_every_steps) compares equal to itself.
+  new = checkpointing.upgrade_saved_config(
+      json.loads(json.dumps(saved, default=str)))
   differences = config_differences(old, new)
   if differences:
     sys.exit(f'repertory.run: error: {logdir} holds a run with a different '

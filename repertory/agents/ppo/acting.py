@@ -37,7 +37,14 @@ class PPOActor(rollout_actor.RolloutActor):
   """Collects one round of `unroll_length` steps per policy version.
 
   Args: as `RolloutActor`'s, with `replay` (a `reverb.Client` of the server
-  holding the queue) and a learner with `wait_for_version`.
+  holding the queue), a learner with `wait_for_version`, and `max_rounds`:
+  the run's step budget in whole rounds (`rounds_for_budget`). With it the
+  actor collects the rounds of versions 0 .. max_rounds - 1 and then waits
+  for the program to stop; every actor decides alike from the version, so
+  none waits for a round that another skipped (a budget shared by
+  reservation can grant one actor its last round and refuse another, which
+  leaves the learner waiting for an incomplete round). Without it the
+  actor takes its steps from the run's budget like other actors.
   """
 
   def __init__(self,
@@ -49,8 +56,10 @@ class PPOActor(rollout_actor.RolloutActor):
                replay: Any,
                learner: Any,
                counter: Any = None,
-               monitor: Any = None):
+               monitor: Any = None,
+               max_rounds: Optional[int] = None):
     self._replay = replay
+    self._max_rounds = max_rounds
     super().__init__(actor_id, config, env, envs_per_actor, seed, learner,
                      counter, monitor)
 
@@ -118,10 +127,29 @@ class PPOActor(rollout_actor.RolloutActor):
     self._round_version = version
     return self._config.unroll_length * self._num_envs
 
+  def acquire(self, steps: int) -> bool:
+    if self._max_rounds is None:
+      return super().acquire(steps)
+    return True  # `round` checks the budget, in whole rounds.
+
   def round(self, stop) -> bool:
     wanted = None if self._round_version is None else self._round_version + 1
     version = self.wait_for_round(wanted, stop)
     if version is None:
       return False
+    if self._max_rounds is not None and version >= self._max_rounds:
+      self._reporter.flush()
+      logging.info('PPO actor %d: the step budget ends with round %d; '
+                   'waiting for the program to stop.', self._actor_id,
+                   self._max_rounds - 1)
+      stop.wait()
+      return False
     self.collect_round(version)
     return True
+
+
+def rounds_for_budget(max_actor_steps: int, steps_per_round: int) -> int:
+  """Rounds of a run whose budget is `max_actor_steps`: a round starts
+  while fewer steps than the budget were taken (SB3's `learn` loop), so the
+  last round may end past it, by less than one round."""
+  return -(-int(max_actor_steps) // int(steps_per_round))

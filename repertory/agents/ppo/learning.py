@@ -34,6 +34,16 @@ from repertory.components.actor_critic import mlp_policy
 _FIRST = int(dm_env.StepType.FIRST)
 
 
+def remaining_fraction(round_index: int, steps_per_round: int,
+                       anneal_steps: int) -> float:
+  """The linear schedules' factor for training on round `round_index` (from
+  0): `1 - (round_index + 1) * steps_per_round / anneal_steps`, at least 0.
+
+  The round's own steps count as done: SB3 updates its progress after
+  collecting a rollout and before training on it."""
+  return max(0.0, 1.0 - (round_index + 1) * steps_per_round / anneal_steps)
+
+
 class PPO(learners.Algorithm):
   """GAE + clipped-surrogate epochs on one round per version."""
 
@@ -43,11 +53,15 @@ class PPO(learners.Algorithm):
     self._config, self._spec, self._collector = config, spec, collector
     self._steps_per_round = steps_per_round
     self._anneal_steps = ((config.anneal_steps or anneal_steps)
-                          if config.anneal_learning_rate else 0)
+                          if (config.anneal_learning_rate or
+                              config.anneal_clip_epsilon) else 0)
     with networks.seeded(seed):
-      self.network = mlp_policy.make_network(config.hidden_sizes,
-                                             spec.observations, spec.actions)
+      self.network = mlp_policy.make_network(
+          config.hidden_sizes, spec.observations, spec.actions,
+          config.network)
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
+    self._clip_epsilon = tf.Variable(config.clip_epsilon, dtype=tf.float32,
+                                     trainable=False)
     self.optimizer = snt.optimizers.Adam(self._learning_rate,
                                          epsilon=config.adam_epsilon)
     learners.create_optimizer_state(self.optimizer,
@@ -97,7 +111,7 @@ class PPO(learners.Algorithm):
       entropy = losses.categorical_entropy(output.logits)
       loss = losses.ppo_loss(
           log_prob, old_log_prob, advantages, output.value, old_value,
-          returns, entropy, clip_epsilon=c.clip_epsilon,
+          returns, entropy, clip_epsilon=self._clip_epsilon,
           value_clip_epsilon=c.value_clip_epsilon, value_cost=c.value_cost,
           entropy_cost=c.entropy_cost,
           normalize_advantages=c.normalize_advantages)
@@ -118,9 +132,12 @@ class PPO(learners.Algorithm):
     """GAE + `num_epochs` x `num_minibatches` updates on one round's batch."""
     c = self._config
     if self._anneal_steps:
-      done = self.rounds * self._steps_per_round
-      self._learning_rate.assign(
-          c.learning_rate * max(0.0, 1.0 - done / self._anneal_steps))
+      fraction = remaining_fraction(self.rounds, self._steps_per_round,
+                                    self._anneal_steps)
+      if c.anneal_learning_rate:
+        self._learning_rate.assign(c.learning_rate * fraction)
+      if c.anneal_clip_epsilon:
+        self._clip_epsilon.assign(c.clip_epsilon * fraction)
     advantages, returns, mask = self._advantages(
         batch['observation'], batch['reward'], batch['discount'],
         batch['step_type'], batch['extras']['value'])
@@ -146,6 +163,7 @@ class PPO(learners.Algorithm):
     out = {k: v / max(count, 1) for k, v in sums.items()}
     out.update({'charts/first_minibatch_kl': first_kl or 0.0,
                 'charts/learning_rate': float(self._learning_rate.numpy()),
+                'charts/clip_epsilon': float(self._clip_epsilon.numpy()),
                 'charts/samples': len(flat[1]), 'charts/updates': count,
                 'learner/skipped_updates': skipped})
     return out

@@ -72,19 +72,28 @@ def make_program(config: config_lib.Config,
       functools.partial(launch.lazy(f'{_MLP_POLICY}:make_eval_actor'),
                         spec=spec,
                         hidden_sizes=config.hidden_sizes,
-                        greedy=config.eval_greedy, seed=experiment.eval_seed),
+                        greedy=config.eval_greedy, seed=experiment.eval_seed,
+                        network=config.network),
       replay=replay)
   if remote:  # The remote environment service replaces the actors.
     from repertory.agents.ppo import acting  # pylint: disable=g-import-not-at-top
     remote_lib.add_round_service(
         program, experiment.logdir, remote_options, functools.partial(
             launch.lazy(f'{_MLP_POLICY}:Policy'), config.hidden_sizes,
-            spec.observations, spec.actions, seed=experiment.seed), learner,
-        replay,
+            spec.observations, spec.actions, seed=experiment.seed,
+            network=config.network),
+        learner, replay,
         QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)
     return program
+  # The budget in rounds, computed in the actor's process (acting imports
+  # TensorFlow; the driver does not).
+  max_rounds = launch.Deferred(
+      launch.lazy('repertory.agents.ppo.acting:rounds_for_budget'),
+      experiment.max_actor_steps,
+      config.steps_per_round(num_actors, envs_per_actor))
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          launch.lazy('repertory.agents.ppo.acting:PPOActor'),
-                         config, replay, learner, counter, monitor)
+                         config, replay, learner, counter, monitor,
+                         max_rounds=max_rounds)
   return program

@@ -4,12 +4,13 @@ import dataclasses
 from typing import Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
-POLICY_LOSSES = ('neurd', 'a2c')
+POLICY_LOSSES = ('neurd', 'a2c', 'mmd')
 
 
 @dataclasses.dataclass
 class Config:
-  """Self-play against a league of frozen snapshots (NeuRD or A2C learner).
+  """Self-play against a league of frozen snapshots (NeuRD, A2C or MMD
+  learner).
 
   Attributes:
     matchmaking: how actors pick each episode's opponent: 'latest' (naive
@@ -19,12 +20,29 @@ class Config:
       'pfsp_variance' (weight p (1 - p)).
     policy_loss: 'neurd' (Neural Replicator Dynamics: every legal action's
       logit follows its advantage under the Q critic) or 'a2c' (the sampled
-      action's log-probability times its advantage); see learning.py.
+      action's log-probability times its advantage) or 'mmd' (magnetic
+      mirror descent, Sokota et al. 2022, in NeuRD form: every legal
+      action's logit follows Q(o, a) - magnet_strength · log(π(a|o) / ρ(a|o))
+      minus its mean under π, which pulls π towards the magnet ρ and makes
+      the live policy itself converge instead of cycling); see learning.py.
+    magnet_strength: 'mmd' only: α, the weight of the KL(π, ρ) pull towards
+      the magnet (with a fixed uniform magnet the policy converges to a
+      logit (quantal response) equilibrium of temperature α).
+    magnet_update_steps: 'mmd' only: None: the magnet ρ is the uniform
+      policy over the legal actions, for good; N: ρ starts as the initial
+      network and becomes a copy of the live network every N learner steps
+      (a moving magnet, as in R-NaD and MMD's moving-magnet variant: each
+      phase converges to the equilibrium of a game regularised towards the
+      previous phase's result, so the sequence approaches a Nash equilibrium
+      rather than a QRE).
     neurd_clip: NeuRD pushes no logit beyond ±this.
     exploration: the learning seats play a uniformly random legal action
       with this probability (so the critic learns every action's value).
     batch_size: per-player trajectories per learner step.
     learning_rate: Adam's learning rate.
+    learning_rate_decay_steps: None: a constant learning rate; N: learning
+      rate / sqrt(1 + t / N) at learner step t (a no-regret learner's average
+      converges only as its steps shrink).
     discount: γ on top of the game's discount (1: episodic games).
     entropy_cost: weight of the entropy bonus.
     baseline_cost: weight of the critic's (Q) loss.
@@ -55,6 +73,9 @@ class Config:
   exploration: float = 0.1
   batch_size: int = 64
   learning_rate: float = 1e-3
+  learning_rate_decay_steps: Optional[int] = None
+  magnet_strength: float = 0.1
+  magnet_update_steps: Optional[int] = None
   discount: float = 1.0
   entropy_cost: float = 0.0
   baseline_cost: float = 0.5
@@ -91,6 +112,13 @@ class Config:
     if not 0.0 <= self.exploration < 1.0:
       raise ValueError(f'Config.exploration must be in [0, 1), got '
                        f'{self.exploration}.')
+    for name in ('learning_rate_decay_steps', 'magnet_update_steps'):
+      value = getattr(self, name)
+      if value is not None and value < 1:
+        raise ValueError(f'Config.{name} must be >= 1 or None, got {value}.')
+    if self.magnet_strength < 0:
+      raise ValueError(f'Config.magnet_strength must be >= 0, got '
+                       f'{self.magnet_strength}.')
     if self.max_player_steps is not None and self.max_player_steps < 1:
       raise ValueError(f'Config.max_player_steps must be >= 1 or None, got '
                        f'{self.max_player_steps}.')

@@ -1,4 +1,4 @@
-"""The self-play learner: NeuRD (or A2C) with an action-value critic on
+"""The self-play learner: NeuRD (or A2C, or MMD) with an action-value critic on
 per-player trajectories; snapshots offered to the league.
 
 Items (`SequenceAdder`, zero-padded, one per player per game), `[B, L]`:
@@ -17,6 +17,19 @@ step_type[t] != LAST (mask m_t):
              gets its signal; a logit beyond ±neurd_clip gets no further push
              outward)
     'a2c':   -m_t log π(a_t|o_t) (G_t - V(o_t))
+    'mmd':   -m_t Σ_{a legal} Ã(o_t, a) y_a(o_t), NeuRD on the regularised
+             action values  Q̃(o, a) = Q(o, a) - α log(π(a|o) / ρ(a|o)),
+             Ã = Q̃ - Σ_a π(a|o) Q̃(o, a)  (same clip as 'neurd').
+             This is magnetic mirror descent (Sokota et al. 2022, "A Unified
+             Approach to Reinforcement Learning, Quantal Response Equilibria,
+             and Two-Player Zero-Sum Games") per information state with
+             action values: MMD's closed form, y ← (y + η Q + αη log ρ) /
+             (1 + αη), is to first order in η the step y ← y + η Ã. Its
+             fixed point is π ∝ ρ exp(Q / α) (a logit QRE for a uniform
+             magnet ρ), and the live policy converges to it rather than
+             cycling; α = magnet_strength; ρ is uniform over the legal
+             actions, or the magnet network (a copy of the live network
+             taken every magnet_update_steps: a moving magnet).
     minus entropy_cost · m_t H(π(·|o_t)).
 
 Self-play with a no-regret rule like NeuRD cycles around an equilibrium of a
@@ -62,10 +75,12 @@ class SelfPlayLoss(NamedTuple):
 
 def selfplay_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,
                   a_t: tf.Tensor, r_t: tf.Tensor, discount_t: tf.Tensor,
-                  step_type_t: tf.Tensor, config: config_lib.Config
+                  step_type_t: tf.Tensor, config: config_lib.Config,
+                  magnet_logits_t: Optional[tf.Tensor] = None
                   ) -> SelfPlayLoss:
   """The loss of the module docstring. Time-major `[T, B]` (`[T, B, A]` for
-  logits, Q and the legal-action mask); whole games, so G_T = 0."""
+  logits, Q, the legal-action mask and the magnet's logits); whole games, so
+  G_T = 0. `magnet_logits_t` ('mmd' only): None is the uniform magnet."""
   c = config
   mask = tf.cast(step_type_t != _LAST, tf.float32)          # [T, B]
   legal = tf.cast(legal_t, tf.float32)
@@ -77,8 +92,17 @@ def selfplay_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,
   critic = 0.5 * tf.square(
       returns - tf.gather(q_t, tf.cast(a_t, tf.int32), batch_dims=2))
   v = tf.reduce_sum(tf.stop_gradient(pi) * q_t, axis=-1)    # [T, B]
-  if c.policy_loss == 'neurd':
-    advantage = tf.stop_gradient(q_t - v[..., None]) * legal  # [T, B, A]
+  if c.policy_loss in ('neurd', 'mmd'):
+    if c.policy_loss == 'mmd':
+      log_pi = tf.nn.log_softmax(masked)
+      log_rho = tf.nn.log_softmax(networks_lib.masked_logits(
+          tf.zeros_like(logits_t) if magnet_logits_t is None
+          else magnet_logits_t, legal))
+      q_reg = (q_t - c.magnet_strength * (log_pi - log_rho)) * legal
+      advantage = q_reg - tf.reduce_sum(pi * q_reg, axis=-1, keepdims=True)
+      advantage = tf.stop_gradient(advantage) * legal
+    else:
+      advantage = tf.stop_gradient(q_t - v[..., None]) * legal  # [T, B, A]
     outward_ok = tf.where(advantage > 0, logits_t < c.neurd_clip,
                           logits_t > -c.neurd_clip)
     policy = -tf.reduce_sum(
@@ -96,7 +120,7 @@ def selfplay_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,
 
 
 class SelfPlayLearner(core.Learner):
-  """A2C updates on batches of per-player trajectories."""
+  """NeuRD, A2C or MMD updates on batches of per-player trajectories."""
 
   def __init__(self, config: config_lib.Config, spec: Any, replay: Any,
                counter: Any, league: Any, logdir: Optional[str] = None,
@@ -104,9 +128,17 @@ class SelfPlayLearner(core.Learner):
     self._config, self._counter, self._league = config, counter, league
     self._role = role
     self._network = networks_lib.make_network(spec, config.hidden_sizes)
-    self._optimizer = snt.optimizers.Adam(config.learning_rate)
+    self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
+    self._optimizer = snt.optimizers.Adam(self._learning_rate)
     learners.create_optimizer_state(self._optimizer,
                                     self._network.trainable_variables)
+    self._magnet = None  # 'mmd' with a moving magnet: the magnet network.
+    if config.policy_loss == 'mmd' and config.magnet_update_steps:
+      self._magnet = networks_lib.make_network(spec, config.hidden_sizes)
+      self._update_magnet()
+    saved = {'network': self._network, 'optimizer': self._optimizer}
+    if self._magnet is not None:
+      saved['magnet'] = self._magnet
     self._store = variables.VariableStore({config_lib.POLICY: self._weights()})
     self._steps = 0
     self._guard = None
@@ -114,8 +146,7 @@ class SelfPlayLearner(core.Learner):
       self._guard = learners.FaultTolerance(
           model_store.ModelStore(
               os.path.join(logdir, 'checkpoints'),
-              {'network': self._network, 'optimizer': self._optimizer},
-              checkpoint_every_steps=config.checkpoint_every_steps),
+              saved, checkpoint_every_steps=config.checkpoint_every_steps),
           self._store, lambda: {config_lib.POLICY: self._weights()})
       restored = self._guard.resume()
       if restored is not None:
@@ -130,6 +161,16 @@ class SelfPlayLearner(core.Learner):
 
   def _weights(self):
     return networks.get_variables(self._network)
+
+  def _update_magnet(self) -> None:
+    for magnet, live in zip(self._magnet.variables, self._network.variables):
+      magnet.assign(live)
+
+  def _set_learning_rate(self) -> None:
+    c = self._config
+    if c.learning_rate_decay_steps:
+      self._learning_rate.assign(c.learning_rate / np.sqrt(
+          1.0 + self._steps / c.learning_rate_decay_steps))
 
   @property
   def version(self) -> int:
@@ -148,11 +189,13 @@ class SelfPlayLearner(core.Learner):
     observation = time_major(data['observation'])          # [L, B, ...]
     with tf.GradientTape() as tape:
       out = self._network(observation['observation'])      # [L, B, A]
+      magnet = (None if self._magnet is None else
+                self._magnet(observation['observation']).logits[:-1])
       loss = selfplay_loss(
           out.logits[:-1], out.q[:-1], observation['legal_actions'][:-1],
           tf.transpose(data['action'])[:-1], tf.transpose(data['reward'])[:-1],
           tf.transpose(data['discount'])[:-1],
-          tf.transpose(data['step_type'])[:-1], c)
+          tf.transpose(data['step_type'])[:-1], c, magnet)
     variables_ = self._network.trainable_variables
     gradients = tape.gradient(loss.total, variables_)
     gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
@@ -170,6 +213,7 @@ class SelfPlayLearner(core.Learner):
           iter(dataset), self._replay, config_lib.TABLE)
     sample = next(self._iterator)
     lag = replay_lib.policy_lag(sample.data['policy_version'], self.version)
+    self._set_learning_rate()
     metrics = self._sgd(sample.data)
     applied = bool(metrics.pop('applied'))
     if self._guard is not None and self._guard.stopped:
@@ -177,12 +221,14 @@ class SelfPlayLearner(core.Learner):
     if applied:
       self._store.publish({config_lib.POLICY: self._weights()})
     self._steps += 1
+    c = self._config
+    if self._magnet is not None and self._steps % c.magnet_update_steps == 0:
+      self._update_magnet()
     if self._guard is not None:
       self._guard.record_update(applied, self._steps)
     self._counter.futures.increment(learner_steps=1,
                                     policy_lag_items=len(lag),
                                     policy_lag_sum=int(lag.sum()))
-    c = self._config
     if self._steps % min(c.snapshot_every_steps or 50, 50) == 0:
       self._league.futures.maybe_add(self._weights(), self.version,
                                      self._steps, self._role)
@@ -190,7 +236,9 @@ class SelfPlayLearner(core.Learner):
       record = {f'losses/{k}': float(v) for k, v in metrics.items()}
       record.update({'learner/version': self.version,
                      'learner/steps': self._steps,
-                     'charts/policy_lag': float(np.mean(lag))})
+                     'charts/policy_lag': float(np.mean(lag)),
+                     'charts/learning_rate': float(
+                         self._learning_rate.numpy())})
       record.update(self._league.summary())
       self._logger.write(record)
 

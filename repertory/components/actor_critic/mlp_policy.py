@@ -19,31 +19,34 @@ from repertory.components.specs import num_actions
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components import variables
+from repertory.components.networks import separate_mlp
 
 # The name of the variable group actors fetch from the learner.
 POLICY = 'policy'
 
 
 def make_network(hidden_sizes: Sequence[int], observation_spec: specs.Array,
-                 action_spec: specs.Array) -> networks.PolicyValueNetwork:
-  """Builds an MLP policy-value network and creates its variables."""
-  obs_rank = max(len(observation_spec.shape), 1)
-  network = networks.PolicyValueNetwork(
-      networks.MLPTorso(tuple(hidden_sizes), obs_rank=obs_rank),
-      num_actions=num_actions(action_spec))
-  network(tf.zeros((1,) + tuple(observation_spec.shape),
-                   tf.as_dtype(observation_spec.dtype)))
-  return network
+                 action_spec: specs.Array,
+                 network: str = separate_mlp.SHARED_RELU) -> snt.Module:
+  """Builds an MLP policy-value network and creates its variables.
+
+  `network` is one of `separate_mlp.KINDS` (`'shared_relu'`: one ReLU torso
+  for policy and value; `'separate_tanh'`: SB3's `MlpPolicy`)."""
+  module = unbuilt_network(hidden_sizes, observation_spec, action_spec,
+                           network)
+  module(tf.zeros((1,) + tuple(observation_spec.shape),
+                  tf.as_dtype(observation_spec.dtype)))
+  return module
 
 
 def unbuilt_network(hidden_sizes: Sequence[int],
                     observation_spec: specs.Array,
-                    action_spec: specs.Array) -> networks.PolicyValueNetwork:
+                    action_spec: specs.Array,
+                    network: str = separate_mlp.SHARED_RELU) -> snt.Module:
   """`make_network`'s module before its variables exist."""
-  return networks.PolicyValueNetwork(
-      networks.MLPTorso(tuple(hidden_sizes),
-                        obs_rank=max(len(observation_spec.shape), 1)),
-      num_actions=num_actions(action_spec))
+  return separate_mlp.policy_value_mlp(
+      network, hidden_sizes, max(len(observation_spec.shape), 1),
+      num_actions(action_spec))
 
 
 class Policy:
@@ -59,11 +62,12 @@ class Policy:
 
   def __init__(self, hidden_sizes: Sequence[int],
                observation_spec: specs.Array, action_spec: specs.Array,
-               greedy: bool = False, seed: int = 0):
+               greedy: bool = False, seed: int = 0,
+               network: str = separate_mlp.SHARED_RELU):
     self._rng = np.random.RandomState(seed)
 
-    def step(network, observation, sample_seed):
-      output = network(observation)
+    def step(module, observation, sample_seed):
+      output = module(observation)
       logits, value = output.logits, output.value
       if greedy:
         action = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -73,7 +77,8 @@ class Policy:
       return action, losses.categorical_log_prob(logits, action), value
 
     self._function = networks.GraphFunction(
-        lambda: unbuilt_network(hidden_sizes, observation_spec, action_spec),
+        lambda: unbuilt_network(hidden_sizes, observation_spec, action_spec,
+                                network),
         step,
         [tf.TensorSpec((None,) + tuple(observation_spec.shape),
                        tf.as_dtype(observation_spec.dtype)),
@@ -151,9 +156,11 @@ class EvalActor(core.Actor):
 
 def make_eval_actor(variable_source: Any, spec: Any,
                     hidden_sizes: Sequence[int], greedy: bool = True,
-                    seed: int = 0) -> EvalActor:
+                    seed: int = 0,
+                    network: str = separate_mlp.SHARED_RELU) -> EvalActor:
   """The monitor's evaluation actor (use with functools.partial)."""
   from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
   limit_tf_threads()
   return EvalActor(Policy(hidden_sizes, spec.observations, spec.actions,
-                          greedy=greedy, seed=seed), variable_source)
+                          greedy=greedy, seed=seed, network=network),
+                   variable_source)

@@ -22,7 +22,8 @@ class RolloutActor(BatchedActor):
 
   Args:
     actor_id: this actor's index (recorded in its items, named in logs).
-    config: the agent's Config (`unroll_length`, `hidden_sizes`).
+    config: the agent's Config (`unroll_length`, `hidden_sizes`, and
+      `network` if it has one: see `mlp_policy.make_network`).
     env: environment spec for `repertory.environments`.
     envs_per_actor: environments stepped per policy call.
     seed: seed of the first environment (the others follow) and of the
@@ -49,8 +50,9 @@ class RolloutActor(BatchedActor):
     self._actor_id = actor_id
     self._config = config
     self._learner = learner
-    policy = mlp_policy.Policy(config.hidden_sizes, self.observation_spec,
-                               self.action_spec, seed=seed)
+    policy = mlp_policy.Policy(
+        config.hidden_sizes, self.observation_spec, self.action_spec,
+        seed=seed, network=getattr(config, 'network', 'shared_relu'))
     # The agent fetches and sets the weights (`BatchedActor` refreshes none).
     if fetch_timeout_s is None:
       fetch_timeout_s = getattr(config, self.FETCH_TIMEOUT_FIELD)
@@ -70,11 +72,16 @@ class RolloutActor(BatchedActor):
     """One round of the agent's; False ends `run()` (a stop while waiting)."""
     raise NotImplementedError
 
+  def acquire(self, steps: int) -> bool:
+    """Whether `run()` may start the next round of `steps` environment
+    steps: the run's step budget (`ActorReporter.acquire`) by default."""
+    return self._reporter.acquire(steps)
+
   def run(self) -> None:
     stop = launch.stop_event()
     steps = self._config.unroll_length * self._num_envs
     try:
-      while not stop.is_set() and self._reporter.acquire(steps):
+      while not stop.is_set() and self.acquire(steps):
         if not self.round(stop):
           return
     except Exception:  # pylint: disable=broad-except

@@ -20,10 +20,13 @@ def specs():
   return spec.observations, spec.actions
 
 
-def test_policy_matches_the_eager_network(specs):
+@pytest.mark.parametrize('kind', ['shared_relu', 'separate_tanh'])
+def test_policy_matches_the_eager_network(specs, kind):
   observation_spec, action_spec = specs
-  network = networks_lib.make_network((16, 8), observation_spec, action_spec)
-  policy = networks_lib.Policy((16, 8), observation_spec, action_spec, seed=3)
+  network = networks_lib.make_network((16, 8), observation_spec, action_spec,
+                                      kind)
+  policy = networks_lib.Policy((16, 8), observation_spec, action_spec, seed=3,
+                               network=kind)
   policy.set_weights(networks.get_variables(network))
   observation = np.random.RandomState(0).rand(
       6, *observation_spec.shape).astype(observation_spec.dtype)
@@ -38,7 +41,7 @@ def test_policy_matches_the_eager_network(specs):
   assert action.dtype == np.int32 and action.shape == (6,)
   assert set(action) <= set(range(action_spec.num_values))
   greedy = networks_lib.Policy((16, 8), observation_spec, action_spec,
-                               greedy=True)
+                               greedy=True, network=kind)
   greedy.set_weights(networks.get_variables(network))
   np.testing.assert_array_equal(
       greedy.act(observation)[0], np.argmax(output.logits.numpy(), -1))
@@ -69,6 +72,16 @@ def test_acting_leaves_no_python_objects_behind(specs):
   gc.collect()
   # A tf.function step would leave ~4 blocks per call here (8,000).
   assert sys.getallocatedblocks() - before < 200
+
+
+def test_set_weights_of_another_network_kind_are_refused(specs):
+  observation_spec, action_spec = specs
+  shared = networks_lib.make_network((16,), observation_spec, action_spec,
+                                     'shared_relu')
+  policy = networks_lib.Policy((16,), observation_spec, action_spec,
+                               network='separate_tanh')
+  with pytest.raises(KeyError, match='no values for'):
+    policy.set_weights(networks.get_variables(shared))
 
 
 def test_set_weights_names_missing_variables(specs):

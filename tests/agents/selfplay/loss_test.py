@@ -1,4 +1,5 @@
-"""The self-play loss against a plain per-step reference (NeuRD and A2C)."""
+"""The self-play loss against a plain per-step reference (NeuRD, A2C and
+MMD with a uniform or a network magnet)."""
 
 import numpy as np
 import pytest
@@ -31,7 +32,14 @@ def _batch(seed):
   return logits, q, legal, action, reward, discount, step_type
 
 
-def _reference(logits, q, legal, action, reward, discount, step_type, config):
+def _log_softmax_legal(z, legal):
+  z = np.where(legal > 0, z, -np.inf)
+  m = z.max()
+  return z - m - np.log(np.exp(z - m).sum())
+
+
+def _reference(logits, q, legal, action, reward, discount, step_type, config,
+               magnet=None):
   """Plain loops, written from the learning.py docstring."""
   total = critic_sum = policy_sum = entropy_sum = 0.0
   grad = np.zeros_like(logits)
@@ -46,12 +54,21 @@ def _reference(logits, q, legal, action, reward, discount, step_type, config):
     pi /= pi.sum()
     v = float(pi @ q[t, b])
     critic = 0.5 * (g - q[t, b, action[t, b]]) ** 2
-    if config.policy_loss == 'neurd':
+    if config.policy_loss in ('neurd', 'mmd'):
+      q_reg = q[t, b].copy()
+      if config.policy_loss == 'mmd':  # Q - α log(π / ρ), ρ uniform or given.
+        log_pi = _log_softmax_legal(logits[t, b], legal[t, b])
+        log_rho = _log_softmax_legal(
+            np.zeros(A) if magnet is None else magnet[t, b], legal[t, b])
+        for a in range(A):
+          if legal[t, b, a]:
+            q_reg[a] -= config.magnet_strength * (log_pi[a] - log_rho[a])
+      v_reg = sum(pi[a] * q_reg[a] for a in range(A) if legal[t, b, a])
       policy = 0.0
       for a in range(A):
         if not legal[t, b, a]:
           continue
-        adv = q[t, b, a] - v
+        adv = q_reg[a] - v_reg
         ok = (logits[t, b, a] < 10.0) if adv > 0 else (logits[t, b, a] > -10.0)
         policy -= adv * ok * logits[t, b, a]
         grad[t, b, a] = -adv * ok / len(valid)
@@ -66,25 +83,74 @@ def _reference(logits, q, legal, action, reward, discount, step_type, config):
   return total / n, critic_sum / n, policy_sum / n, entropy_sum / n, grad
 
 
-@pytest.mark.parametrize('policy_loss', ['neurd', 'a2c'])
+@pytest.mark.parametrize('policy_loss, magnet', [
+    ('neurd', None), ('a2c', None), ('mmd', None), ('mmd', 'network')])
 @pytest.mark.parametrize('seed', [0, 1])
-def test_loss_matches_the_reference(policy_loss, seed):
+def test_loss_matches_the_reference(policy_loss, magnet, seed):
   config = selfplay.Config(policy_loss=policy_loss, entropy_cost=0.05,
-                           discount=0.9)
+                           discount=0.9, magnet_strength=0.3)
   batch = _batch(seed)
+  if magnet is not None:
+    magnet = np.random.default_rng(seed + 10).normal(size=(T, B, A)) * 2
   logits = tf.Variable(batch[0], dtype=tf.float32)
   with tf.GradientTape() as tape:
     out = learning.selfplay_loss(
         logits, tf.constant(batch[1], tf.float32), *map(tf.constant,
-                                                         batch[2:]), config)
+                                                         batch[2:]), config,
+        None if magnet is None else tf.constant(magnet, tf.float32))
     policy = out.policy
-  total, critic, policy_ref, entropy, grad = _reference(*batch, config)
+  total, critic, policy_ref, entropy, grad = _reference(*batch, config,
+                                                        magnet)
   np.testing.assert_allclose(out.total, total, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(out.critic, critic, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(out.policy, policy_ref, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(out.entropy, entropy, rtol=1e-4, atol=1e-5)
-  if policy_loss == 'neurd':
+  if policy_loss in ('neurd', 'mmd'):
     # The policy term's gradient on the logits: -A(a) for every legal action
     # (none outward past the clip), over the number of valid steps.
     np.testing.assert_allclose(tape.gradient(policy, logits), grad,
                                rtol=1e-4, atol=1e-6)
+
+
+def test_mmd_with_a_uniform_magnet_and_no_strength_is_neurd():
+  batch = [tf.constant(x, tf.float32) for x in _batch(0)[:2]] + [
+      tf.constant(x) for x in _batch(0)[2:]]
+  neurd = learning.selfplay_loss(*batch, selfplay.Config(policy_loss='neurd'))
+  mmd = learning.selfplay_loss(*batch, selfplay.Config(policy_loss='mmd',
+                                                       magnet_strength=0.0))
+  np.testing.assert_allclose(mmd.total, neurd.total, rtol=1e-6)
+
+
+def test_mmd_fixed_point_is_the_magnets_logit_response():
+  """At π ∝ ρ exp(Q / α) the MMD policy gradient vanishes on every logit
+  (and at π = ρ it does not, when Q differs across actions)."""
+  alpha = 0.5
+  q = np.array([[[1.0, -0.5, 0.25]]])
+  magnet = np.array([[[0.3, -1.0, 0.0]]])
+  legal = np.ones((1, 1, 3))
+  args = (tf.constant(q, tf.float32), tf.constant(legal, tf.float32),
+          tf.constant([[0]]), tf.constant([[0.0]]), tf.constant([[0.0]]),
+          tf.constant([[0]]))
+  config = selfplay.Config(policy_loss='mmd', magnet_strength=alpha)
+
+  def gradient(logits):
+    logits = tf.Variable(logits, dtype=tf.float32)
+    with tf.GradientTape() as tape:
+      out = learning.selfplay_loss(logits, *args, config,
+                                   tf.constant(magnet, tf.float32))
+    return tape.gradient(out.policy, logits).numpy()
+
+  np.testing.assert_allclose(gradient(magnet + q / alpha), 0.0, atol=1e-5)
+  assert np.abs(gradient(magnet)).max() > 0.1
+
+
+def test_config_rejects_bad_mmd_values():
+  with pytest.raises(ValueError, match=r"policy_loss='ppo'; choose one of "
+                     'neurd, a2c, mmd'):
+    selfplay.Config(policy_loss='ppo')
+  with pytest.raises(ValueError, match='magnet_update_steps must be >= 1'):
+    selfplay.Config(policy_loss='mmd', magnet_update_steps=0)
+  with pytest.raises(ValueError, match='magnet_strength must be >= 0'):
+    selfplay.Config(magnet_strength=-0.1)
+  with pytest.raises(ValueError, match='learning_rate_decay_steps'):
+    selfplay.Config(learning_rate_decay_steps=0)
