@@ -63,7 +63,7 @@ def test_help_shows_the_shared_flags_and_the_agents_fields():
           in text)
   assert "--config.<field> of agent 'ppo':" in text
   assert '  unroll_length (int, default 32): steps each environment' in text
-  assert 'value_clip_epsilon (Optional[float], default 0.2)' in text
+  assert 'value_clip_epsilon (Optional[float], default None)' in text
 
 
 def test_a_script_built_on_run_shows_the_same_help():
