@@ -42,6 +42,10 @@ import psutil
 _EVERY = flags.DEFINE_float('every', 0.1, 'Sampling period, seconds.')
 _TIMEOUT_S = flags.DEFINE_float('timeout_s', 120.0, 'Give up after this.')
 _PIECES = flags.DEFINE_bool('pieces', True, 'Run part 1.')
+_PSS_AFTER_S = flags.DEFINE_float(
+    'pss_after_s', 10.0, 'After the first update, let the program run this '
+    'long more and sample the PSS of every process (the memory of a running '
+    'program, periodic evaluation included) once more.')
 
 _PIECE_CODE = {
     'interpreter (python -c pass)': 'pass',
@@ -109,8 +113,28 @@ def _has_tensorflow(pid: int) -> bool:
     return False
 
 
+def _pss(root: psutil.Process) -> Dict[int, tuple]:
+  """pid -> (label, PSS bytes) of every process of the tree."""
+  logdir = _LOGDIR[0]
+  result = {}
+  try:
+    processes = [root] + root.children(recursive=True)
+  except psutil.Error:
+    return result
+  for p in processes:
+    try:
+      result[p.pid] = (_label(p, logdir), p.memory_full_info().pss)
+    except psutil.Error:
+      pass
+  return result
+
+
+_LOGDIR = ['']
+
+
 def breakdown(run_args: List[str]) -> None:
   logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
+  _LOGDIR[0] = logdir
   command = [sys.executable, '-m', 'repertory.run', f'--logdir={logdir}',
              '--stop_at_return=never', '--eval_episodes=1'] + run_args
   print('\nPart 2:', ' '.join(command[1:]))
@@ -129,6 +153,8 @@ def breakdown(run_args: List[str]) -> None:
   root = psutil.Process(process.pid)
   seen: Dict[int, dict] = {}
   node_logs: Dict[str, float] = {}
+  log_offsets: Dict[str, int] = {}
+  log_lines: List[tuple] = []  # (s from the command, node, line)
   first_step: Optional[float] = None
   nodes_dir = os.path.join(logdir, 'nodes')
   while process.poll() is None and time.time() - t0 < _TIMEOUT_S.value:
@@ -149,13 +175,34 @@ def breakdown(run_args: List[str]) -> None:
         pass
     if os.path.isdir(nodes_dir):
       for name in os.listdir(nodes_dir):
-        node_logs.setdefault(name[:-len('.log')], now)
+        node = name[:-len('.log')]
+        node_logs.setdefault(node, now)
+        try:
+          with open(os.path.join(nodes_dir, name), 'rb') as f:
+            f.seek(log_offsets.get(node, 0))
+            data = f.read()
+        except OSError:
+          continue
+        complete = data[:data.rfind(b'\n') + 1]
+        log_offsets[node] = log_offsets.get(node, 0) + len(complete)
+        for line in complete.decode(errors='replace').splitlines():
+          if line.strip() and not line.startswith((' ', 'Traceback')):
+            log_lines.append((now, node, line))
     learner_csv = [os.path.join(d, f) for d, _, fs in os.walk(logdir)
                    for f in fs if f == 'learner.csv']
     if any(sum(1 for _ in open(path)) >= 2 for path in learner_csv):
       first_step = now
       break
     time.sleep(_EVERY.value)
+  pss_at_first = _pss(root)
+  pss_later: Dict[int, tuple] = {}
+  if first_step is not None and _PSS_AFTER_S.value > 0:
+    end = time.time() + _PSS_AFTER_S.value
+    while process.poll() is None and time.time() < end:
+      time.sleep(0.5)
+      for pid, (label, pss) in _pss(root).items():
+        if pss > pss_later.get(pid, ('', 0))[1]:
+          pss_later[pid] = (label, pss)
   process.terminate()
   try:
     process.wait(timeout=60)
@@ -169,6 +216,13 @@ def breakdown(run_args: List[str]) -> None:
   print('  node construction starts (node log file created):')
   for name, t in sorted(node_logs.items(), key=lambda kv: kv[1]):
     print(f'    {t:6.2f}  {name}')
+  print('  node log lines (first seen at; first 8 per node, up to the '
+        'first update):')
+  shown: Dict[str, int] = {}
+  for t, node, line in log_lines:
+    shown[node] = shown.get(node, 0) + 1
+    if shown[node] <= 8:
+      print(f'    {t:6.2f}  {node:12s} {line[:100]}')
   print('  processes (appeared at, TensorFlow loaded at, CPU s by the first '
         'update):')
   total_cpu = 0.0
@@ -181,6 +235,16 @@ def breakdown(run_args: List[str]) -> None:
       tf_cpu += cpu
     print(f'    {entry["seen"]:6.2f}  {entry["label"]:32s} TF '
           f'{"-" if tf_at is None else f"{tf_at:6.2f}":>6s}  {cpu:6.2f} CPU s')
+  for title, sample in (('at the first update', pss_at_first),
+                        (f'peak over the next {_PSS_AFTER_S.value:.0f} s',
+                         pss_later)):
+    if not sample:
+      continue
+    print(f'  PSS per process {title} (MiB):')
+    for pid, (label, pss) in sorted(sample.items(), key=lambda kv: -kv[1][1]):
+      print(f'    {pss / 2**20:7.1f}  {label}')
+    print(f'    {sum(v[1] for v in sample.values()) / 2**30:7.2f} GiB in all '
+          f'({len(sample)} processes)')
   print(f'  first learner update at {first_step if first_step is not None else "never"}'
         f' s; CPU seconds of the tree by then {total_cpu:.1f} '
         f'({tf_cpu:.1f} in processes with TensorFlow loaded; '

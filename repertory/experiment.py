@@ -153,9 +153,9 @@ def environment_spec(env: Union[str, Callable[..., Any]]) -> Any:
   """The `adders.EnvironmentSpec` of one environment of `env` (a spec string
   or a factory): what networks, adders and table signatures are built from."""
   from repertory import environments  # pylint: disable=g-import-not-at-top
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
+  from repertory.components import specs  # pylint: disable=g-import-not-at-top
   with contextlib.closing(environments.make(env, seed=0)) as environment:
-    return adders.make_environment_spec(environment)
+    return specs.make_environment_spec(environment)
 
 
 def add_counter(program: launch.Program, logdir: Optional[str] = None) -> Any:

@@ -98,6 +98,11 @@ _SEEDS = flags.DEFINE_integer(
 _GRID = flags.DEFINE_multi_string(
     'grid', [], 'A sweep over a flag: --grid=<flag>=<v1>,<v2>,... (e.g. '
     '--grid=config.learning_rate=1e-3,3e-3); repeat for a grid.')
+_SHARE_PROCESSES = flags.DEFINE_bool(
+    'share_processes', True, 'local_mp: run the replay, counter, monitor and '
+    "evaluator nodes in the learner's process (with --restart_learner: the "
+    "counter and evaluator in the monitor's), instead of one process each; "
+    'see docs/performance.md.')
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
@@ -107,6 +112,7 @@ flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
                 'seeds', 'grid', 'sweep_concurrency', 'selfplay',
+                'share_processes',
                 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
 # Groups whose nodes are restarted after a crash (when the program has them).
@@ -223,7 +229,30 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   config = agent_config_from_flags(agent, config_overrides)
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
+  if _SHARE_PROCESSES.value and experiment.launch_type in ('local_mp',
+                                                           'test_mp'):
+    share_processes(program, restart_learner=_RESTART_LEARNER.value)
   return config, experiment, program
+
+
+# Groups that share one process in local_mp (`--share_processes`): the
+# first names the process. The learner needs TensorFlow, the replay node's
+# Reverb server links it, the monitor's Reverb client (table sizes) and the
+# evaluations import it; the counter, monitor and evaluator are light (a few
+# calls a second, an evaluation now and then), so in the learner's process
+# they cost a thread each instead of a process with TensorFlow. A node of
+# another group that raises is restarted in its thread (`--max_restarts`).
+# With --restart_learner the learner keeps its own process (restarting it
+# would take the others with it).
+SHARED_PROCESSES = ('learner', 'replay', 'monitor', 'counter', 'evaluator')
+SHARED_PROCESSES_RESTARTABLE_LEARNER = ('monitor', 'counter', 'evaluator')
+
+
+def share_processes(program: Any, restart_learner: bool = False) -> None:
+  """Colocates the groups of `SHARED_PROCESSES` in `program`
+  (`launch.Program.share_process`)."""
+  program.share_process(*(SHARED_PROCESSES_RESTARTABLE_LEARNER
+                          if restart_learner else SHARED_PROCESSES))
 
 
 def main(argv: List[str],

@@ -5,8 +5,28 @@ The spec of a run's environment is computed once, when its program is built
 """
 
 
+from typing import Any, NamedTuple
+
+import dm_env
 from dm_env import specs
 import numpy as np
+
+
+class EnvironmentSpec(NamedTuple):
+  """The specs of an environment (Acme's `EnvironmentSpec`)."""
+  observations: Any
+  actions: Any
+  rewards: Any
+  discounts: Any
+
+
+def make_environment_spec(environment: dm_env.Environment) -> EnvironmentSpec:
+  """Returns the `EnvironmentSpec` of a dm_env environment."""
+  return EnvironmentSpec(
+      observations=environment.observation_spec(),
+      actions=environment.action_spec(),
+      rewards=environment.reward_spec(),
+      discounts=environment.discount_spec())
 
 
 def num_actions(action_spec: specs.Array) -> int:

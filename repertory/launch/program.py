@@ -56,6 +56,9 @@ class Program:
     self._current_group: Optional[str] = None
     self._counts: Dict[str, int] = collections.Counter()
     self._units: List[Unit] = []
+    # Unit id -> the handles whose calls go to that unit's process.
+    self._unit_handles: Dict[str, List[handles_lib.Handle]] = (
+        collections.defaultdict(list))
 
   @contextlib.contextmanager
   def group(self, label: str) -> Iterator[None]:
@@ -141,7 +144,45 @@ class Program:
     handle._node_id = node_id  # pylint: disable=protected-access
     handle._unit_id = unit_id  # pylint: disable=protected-access
     handle._label = label  # pylint: disable=protected-access
+    if unit_id is not None:
+      self._unit_handles[unit_id].append(handle)
     return handle
+
+  def share_process(self, *labels: str) -> Optional[str]:
+    """Runs the nodes of the groups `labels` (added so far) in one process.
+
+    In local_mp / ray the units of these groups become one unit (one Ray
+    actor, each node in its own thread, as a MultiThreadingColocation):
+    one interpreter, one set of imports and one log file
+    (`<first label>_0.log`) instead of one per node. The first label's
+    group names the unit: its resources (`--lp_resources`) and
+    `max_restarts` apply to the whole process, so a crash of any of its
+    nodes restarts all of them. Nodes of a MultiProcessingColocation stay
+    in their processes. Threads backends run every node in one process
+    anyway. Returns the shared unit's id (None: fewer than two units).
+    """
+    for label in labels:
+      self._check_label(label)
+    order = {label: i for i, label in enumerate(labels)}
+    chosen = sorted(
+        (u for u in self._units
+         if u.label in order and u.colocate_with is None and
+         not any(v.colocate_with == u.unit_id for v in self._units)),
+        key=lambda u: order[u.label])
+    if len(chosen) < 2:
+      return None
+    first = chosen[0]
+    shared = Unit(first.unit_id, first.label,
+                  [n for u in chosen for n in u.nodes])
+    for unit in chosen[1:]:
+      for handle in self._unit_handles.pop(unit.unit_id, []):
+        handle._unit_id = first.unit_id  # pylint: disable=protected-access
+        self._unit_handles[first.unit_id].append(handle)
+    ids = {u.unit_id for u in chosen}
+    position = min(i for i, u in enumerate(self._units) if u.unit_id in ids)
+    rest = [u for u in self._units if u.unit_id not in ids]
+    self._units = rest[:position] + [shared] + rest[position:]
+    return first.unit_id
 
   def all_nodes(self) -> List[nodes_lib.Node]:
     """Every runnable node (colocations expanded)."""

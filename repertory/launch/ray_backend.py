@@ -175,9 +175,13 @@ class RayNodeRuntime(context.Runtime):
     # cluster.
     self.host_ip = (_LOOPBACK if spec['launch_type'] == 'local_mp' else
                     ray.util.get_node_ip_address())
+    # Nodes that share a process with another group's (Program.
+    # share_process) are restarted in their thread, as the threads backend
+    # does; the process itself restarts as its own group says.
     self.host = hosting.NodeHost(
         self, nodes, host_ip=self.host_ip,
-        on_error=self._on_event, on_finished=self._on_event)
+        on_error=self._on_event, on_finished=self._on_event,
+        max_restarts=spec.get('thread_restarts'))
 
   def _on_event(self, record: hosting.NodeRecord) -> None:
     with self._cond:
@@ -495,6 +499,9 @@ class RayLauncher:
                   self._resources.get(unit.label, {}).get('env', {}).items()},
           'connect_timeout': self._connect_timeout,
           'authkey': self._runtime.authkey,
+          'thread_restarts': {
+              n.label: self._max_restarts[n.label] for n in unit.nodes
+              if n.label != unit.label and self._max_restarts.get(n.label)},
       }
       options = self._actor_options(unit)
       actor = actor_class.options(**options).remote(spec)
@@ -719,7 +726,8 @@ class RayLauncher:
     return node_id
 
   def labels_done(self, labels, any_of: bool) -> bool:
-    units = [u.unit_id for u in self.program.units if u.label in labels]
+    units = [u.unit_id for u in self.program.units
+             if any(n.label in labels for n in u.nodes)]
     done = [u in self._done_units for u in units]
     return (any(done) if any_of else all(done)) if done else False
 

@@ -13,9 +13,10 @@ import os
 
 from repertory import experiment as experiment_lib
 from repertory import launch
-from repertory.agents.impala import acting
 from repertory.agents.impala import config as config_lib
 from repertory.components import actors
+from repertory.components import replay as replay_lib
+from repertory.components import specs
 from repertory.components.actor_critic import tables
 
 TABLE = tables.TABLE
@@ -24,15 +25,13 @@ TABLE = tables.TABLE
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
-  """Builds IMPALA's program: replay, counter, learner, monitor, actors."""
-  # pylint: disable=g-import-not-at-top
-  from repertory.components import replay as replay_lib
-  from repertory.components.actor_critic import acting as eval_acting
-  from repertory.components.actor_critic import learning
-  from repertory.components.actor_critic import networks as networks_lib
-  # pylint: enable=g-import-not-at-top
+  """Builds IMPALA's program: replay, counter, learner, monitor, actors.
+
+  Building it imports no TensorFlow: the learner, actors and evaluation
+  actor are `launch.lazy` references, imported where they are built.
+  """
   spec = experiment_lib.environment_spec(experiment.env)
-  networks_lib.num_actions(spec.actions)  # A continuous action fails here.
+  specs.num_actions(spec.actions)  # A continuous action fails here.
   program = launch.Program('impala')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(
@@ -43,14 +42,19 @@ def make_program(config: config_lib.Config,
   counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        learning.make_learner, config, spec, replay, TABLE, counter=counter,
+        launch.lazy('repertory.components.actor_critic.learning:make_learner'),
+        config, spec, replay, TABLE, counter=counter,
         logdir=experiment.logdir, seed=experiment.seed,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(eval_acting.make_eval_actor, config, spec),
+      functools.partial(
+          launch.lazy('repertory.components.actor_critic.acting:'
+                      'make_eval_actor'), config, spec),
       replay=replay)
   actors.add_actor_nodes(program, experiment, launch.PyClassNode,
-                         acting.ImpalaActor, config, learner, replay, TABLE,
-                         counter=counter, monitor=monitor)
+                         launch.lazy('repertory.agents.impala.acting:'
+                                     'ImpalaActor'),
+                         config, learner, replay, TABLE, counter=counter,
+                         monitor=monitor)
   return program

@@ -5,31 +5,39 @@ actors --unrolls of version v--> queue --one round--> learner
    ^                                                     |
    +------ wait_for_version(v + 1), get_variables <------+
 ```
+
+Building the graph imports no TensorFlow: the learner, actors and policies
+are named by `launch.lazy` references, imported in the processes that build
+them (the launcher and the run monitor never do).
 """
 
 import functools
 
 from repertory import experiment as experiment_lib
 from repertory import launch
-from repertory.agents.ppo import acting
 from repertory.agents.ppo import config as config_lib
-from repertory.agents.ppo import learning
 from repertory.components import actors
 from repertory.components import config_checks
-from repertory.components.actor_critic import mlp_policy
 from repertory.remote import program as remote_lib
+
+# The unroll queue's table name (`acting.QUEUE`; acting imports TensorFlow).
+QUEUE = 'queue'
+_MLP_POLICY = 'repertory.components.actor_critic.mlp_policy'
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,
                 envs_per_actor: int):
   """The unroll queue; it holds two rounds, so actors never block on it."""
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
-  from repertory.components import replay  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from repertory.agents.ppo import acting
+  from repertory.components import adders
+  from repertory.components import replay
+  # pylint: enable=g-import-not-at-top
   signature = adders.unroll_signature(
       adders.EnvironmentSpec(spec.observations, spec.actions, None, None),
       config.unroll_length, acting.extras_spec())
   items = config.items_per_round(num_actors, envs_per_actor)
-  return [replay.queue_table(acting.QUEUE, max_size=2 * items,
+  return [replay.queue_table(QUEUE, max_size=2 * items,
                              signature=signature)]
 
 
@@ -53,31 +61,39 @@ def make_program(config: config_lib.Config,
   counter = experiment_lib.add_counter(program, experiment.logdir or None)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
-        learning.make_learner, config, spec, replay, acting.QUEUE,
+        launch.lazy('repertory.agents.ppo.learning:make_learner'), config,
+        spec, replay, QUEUE,
         num_actors, envs_per_actor, counter=counter,
         logdir=experiment.logdir or None,
         anneal_steps=experiment.max_actor_steps, seed=experiment.seed,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(mlp_policy.make_eval_actor, spec=spec,
+      functools.partial(launch.lazy(f'{_MLP_POLICY}:make_eval_actor'),
+                        spec=spec,
                         hidden_sizes=config.hidden_sizes,
                         greedy=config.eval_greedy, seed=experiment.eval_seed,
                         network=config.network),
       replay=replay)
   if remote:  # The remote environment service replaces the actors.
+    from repertory.agents.ppo import acting  # pylint: disable=g-import-not-at-top
     remote_lib.add_round_service(
         program, experiment.logdir, remote_options, functools.partial(
-            mlp_policy.Policy, config.hidden_sizes, spec.observations,
-            spec.actions, seed=experiment.seed, network=config.network),
+            launch.lazy(f'{_MLP_POLICY}:Policy'), config.hidden_sizes,
+            spec.observations, spec.actions, seed=experiment.seed,
+            network=config.network),
         learner, replay,
-        acting.QUEUE, spec, config.unroll_length, envs_per_actor,
+        QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)
     return program
+  # The budget in rounds, computed in the actor's process (acting imports
+  # TensorFlow; the driver does not).
+  max_rounds = launch.Deferred(
+      launch.lazy('repertory.agents.ppo.acting:rounds_for_budget'),
+      experiment.max_actor_steps,
+      config.steps_per_round(num_actors, envs_per_actor))
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
-                         acting.PPOActor, config, replay, learner, counter,
-                         monitor, max_rounds=acting.rounds_for_budget(
-                             experiment.max_actor_steps,
-                             config.steps_per_round(num_actors,
-                                                    envs_per_actor)))
+                         launch.lazy('repertory.agents.ppo.acting:PPOActor'),
+                         config, replay, learner, counter, monitor,
+                         max_rounds=max_rounds)
   return program

@@ -25,27 +25,33 @@ from repertory import launch
 from repertory.agents.seed import acting
 from repertory.agents.seed import config as config_lib
 from repertory.components import inference
+from repertory.components import replay as replay_lib
+from repertory.components import specs
 from repertory.components.actor_critic import tables
 from repertory.remote import program as remote_lib
 
 TABLE = tables.TABLE
+_POLICY = 'policy'  # actor_critic.networks.POLICY: the learner's variables.
 
 
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig,
                  remote_options=None) -> launch.Program:
   """Builds SEED's program: replay, counter, learner + servers, monitor,
-  environment-only actors."""
-  # pylint: disable=g-import-not-at-top
-  from repertory.agents.seed import networks as seed_networks
-  from repertory.components import adders
-  from repertory.components import replay as replay_lib
-  from repertory.components.actor_critic import acting as eval_acting
-  from repertory.components.actor_critic import learning
-  from repertory.components.actor_critic import networks as networks_lib
-  # pylint: enable=g-import-not-at-top
+  environment-only actors.
+
+  Building it imports no TensorFlow (unless `config.use_lstm`: the state
+  spec is Sonnet's `LSTMState`): the learner, the policies and the
+  evaluation actor are `launch.lazy` references.
+  """
   spec = experiment_lib.environment_spec(experiment.env)
-  num_actions = networks_lib.num_actions(spec.actions)
+  num_actions = specs.num_actions(spec.actions)
+  core_state_spec = None
+  if config.use_lstm:
+    # pylint: disable=g-import-not-at-top
+    from repertory.components.actor_critic import networks as networks_lib
+    # pylint: enable=g-import-not-at-top
+    core_state_spec = networks_lib.state_spec(config)
   program = launch.Program('seed')
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
     replay = program.add_node(launch.ReverbNode(
@@ -56,7 +62,8 @@ def make_program(config: config_lib.Config,
   counter = experiment_lib.add_counter(program, experiment.logdir)
 
   learner_node = launch.CourierNode(
-      learning.make_learner, config, spec, replay, TABLE, counter=counter,
+      launch.lazy('repertory.components.actor_critic.learning:make_learner'),
+      config, spec, replay, TABLE, counter=counter,
       logdir=experiment.logdir, seed=experiment.seed,
       checkpoint=experiment.checkpoint)
   learner = learner_node.create_handle()
@@ -67,8 +74,9 @@ def make_program(config: config_lib.Config,
   server_nodes = [
       launch.CourierNode(
           inference.InferenceServer,
-          make_policy=functools.partial(seed_networks.make_policy, config,
-                                        spec, seed=experiment.seed + s),
+          make_policy=functools.partial(
+              launch.lazy('repertory.agents.seed.networks:make_policy'),
+              config, spec, seed=experiment.seed + s),
           variable_source=learner,
           replay=replay,
           table=TABLE,
@@ -77,11 +85,11 @@ def make_program(config: config_lib.Config,
           max_batch_size=config.batch_size_for(max(actors_per_server[s], 1)),
           batch_timeout_ms=config.batch_timeout_ms,
           variable_update_period=config.variable_update_period,
-          variable_name=networks_lib.POLICY,
-          environment_spec=adders.EnvironmentSpec(
+          variable_name=_POLICY,
+          environment_spec=specs.EnvironmentSpec(
               spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-          core_state_spec=networks_lib.state_spec(config),
+          core_state_spec=core_state_spec,
           seed=experiment.seed)
       for s in range(num_servers)]
   if config.inference_placement == 'learner':
@@ -97,16 +105,19 @@ def make_program(config: config_lib.Config,
 
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(eval_acting.make_eval_actor, config, spec),
+      functools.partial(
+          launch.lazy('repertory.components.actor_critic.acting:'
+                      'make_eval_actor'), config, spec),
       replay=replay)
   if remote:  # The remote environment service replaces servers and actors.
     remote_lib.add_service(
         program, experiment.logdir, remote_options, functools.partial(
-            seed_networks.make_policy, config, spec,
+            launch.lazy('repertory.agents.seed.networks:make_policy'),
+            config, spec,
             seed=experiment.seed), learner, replay, TABLE, spec.observations,
         spec.actions, config.unroll_length, config.variable_update_period,
         {'logits': np.zeros((num_actions,), np.float32)},
-        networks_lib.state_spec(config), counter, monitor, experiment.seed)
+        core_state_spec, counter, monitor, experiment.seed)
     return program
   with program.group('actor'):
     for i in range(experiment.num_actors):

@@ -5,14 +5,16 @@ from typing import Any, List
 import numpy as np
 
 from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import networks as networks_lib
 
 TABLE = 'queue'
 
 
 def unroll_signature(config: config_lib.ActorCriticConfig, spec: Any) -> Any:
   """The signature of the queue's items (one environment's unroll)."""
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top  # TensorFlow: in the replay node.
+  from repertory.components import adders
+  from repertory.components.actor_critic import networks as networks_lib
+  # pylint: enable=g-import-not-at-top
   num_actions = networks_lib.num_actions(spec.actions)
   return adders.unroll_signature(
       adders.EnvironmentSpec(spec.observations, spec.actions, None, None),

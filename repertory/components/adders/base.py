@@ -19,7 +19,7 @@ The policy version is set by the actor with `adder.set_policy_version(v)`
 """
 
 import abc
-from typing import Any, Callable, List, Mapping, NamedTuple, Optional
+from typing import Any, Callable, List, Mapping, Optional
 
 from absl import logging
 import dm_env
@@ -29,6 +29,7 @@ import reverb
 import tree
 
 from repertory import core
+from repertory.components import specs as specs_lib
 
 # Priority functions receive the item as a nest of numpy arrays.
 PriorityFn = Callable[[Mapping[str, Any]], float]
@@ -39,21 +40,10 @@ VERSION_DTYPE = np.int64
 ACTOR_ID_DTYPE = np.int32
 
 
-class EnvironmentSpec(NamedTuple):
-  """The specs of an environment (Acme's `EnvironmentSpec`)."""
-  observations: Any
-  actions: Any
-  rewards: Any
-  discounts: Any
-
-
-def make_environment_spec(environment: dm_env.Environment) -> EnvironmentSpec:
-  """Returns the `EnvironmentSpec` of a dm_env environment."""
-  return EnvironmentSpec(
-      observations=environment.observation_spec(),
-      actions=environment.action_spec(),
-      rewards=environment.reward_spec(),
-      discounts=environment.discount_spec())
+# Defined beside `num_actions` so that a spec pickled into a node process
+# that imports no TensorFlow (the run monitor) does not import it there.
+EnvironmentSpec = specs_lib.EnvironmentSpec
+make_environment_spec = specs_lib.make_environment_spec
 
 
 def as_environment_spec(spec_or_env: Any) -> EnvironmentSpec:
