@@ -55,6 +55,7 @@ from repertory.launch.handles import CourierHandle
 from repertory.launch.handles import Deferred
 from repertory.launch.handles import Handle
 from repertory.launch.lazy import lazy
+from repertory.launch.lazy import lazy_attributes
 from repertory.launch.lazy import LazyRef
 from repertory.launch.launcher import LAUNCH_TYPES
 from repertory.launch.launcher import launch

@@ -15,7 +15,7 @@ program.add_node(launch.CourierNode(
 """
 
 import importlib
-from typing import Any
+from typing import Any, Callable, Mapping
 
 
 class LazyRef:
@@ -73,3 +73,23 @@ def lazy(path: str) -> LazyRef:
   if not sep:
     raise ValueError(f"launch.lazy takes 'module:name', got {path!r}.")
   return LazyRef(module, name)
+
+
+def lazy_attributes(package: str,
+                    modules: Mapping[str, str]) -> Callable[[str], Any]:
+  """A package's `__getattr__` that imports each name's module on first use.
+
+      __getattr__ = launch.lazy_attributes(__name__, {
+          'make_program': 'repertory.agents.a3c.program'})
+
+  `modules` maps an attribute to the module that defines it; any other name
+  raises `AttributeError` as a plain module would.
+  """
+  modules = dict(modules)
+
+  def getattr_(name: str) -> Any:
+    if name not in modules:
+      raise AttributeError(f'module {package!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(modules[name]), name)
+
+  return getattr_

@@ -66,3 +66,33 @@ def test_a_node_built_from_a_lazy_reference_is_labelled_by_its_name():
   program = launch.Program('p')
   program.add_node(launch.CourierNode(launch.lazy('collections:Counter')))
   assert list(program.groups) == ['counter']
+
+
+def test_lazy_attributes_import_each_module_on_first_use():
+  code = ('import sys, types\n'
+          'from repertory import launch\n'
+          "package = types.ModuleType('pkg')\n"
+          "package.__getattr__ = launch.lazy_attributes('pkg', "
+          "{'Fraction': 'fractions'})\n"
+          "print('BEFORE', 'fractions' in sys.modules)\n"
+          "print('VALUE', package.Fraction(2, 4))\n"
+          "print('AFTER', 'fractions' in sys.modules)\n"
+          'try:\n'
+          '  package.unknown\n'
+          'except AttributeError as e:\n'
+          "  print('ERROR', e)\n")
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=60, check=False)
+  assert result.returncode == 0, result.stderr
+  assert 'BEFORE False' in result.stdout, result.stdout
+  assert 'VALUE 1/2' in result.stdout, result.stdout
+  assert 'AFTER True' in result.stdout, result.stdout
+  assert "ERROR module 'pkg' has no attribute 'unknown'" in result.stdout
+
+
+def test_agent_packages_resolve_their_lazy_names():
+  from repertory.agents import apex  # pylint: disable=g-import-not-at-top
+  from repertory.agents.apex import program  # pylint: disable=g-import-not-at-top
+  assert apex.make_program is program.make_program
+  with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+    apex.nothing  # pylint: disable=pointless-statement
