@@ -449,6 +449,7 @@ class RayLauncher:
     self._max_restarts = dict(max_restarts or {})
     self.restarts: Dict[str, int] = collections.Counter()  # unit id -> count
     self._last_failure: Dict[str, Optional[tuple]] = {}  # unit -> failure_key
+    self._killed = set()  # Units killed to restart, until they answer.
     self.namespace = f'repertory-{program.name}-{program.program_id[:8]}'
     self.error: Optional[errors.NodeError] = None
     self.actors: Dict[str, Any] = collections.OrderedDict()  # unit id -> actor
@@ -672,10 +673,20 @@ class RayLauncher:
 
   def _result_of(self, ref, unit_id: str):
     try:
-      return ray.get(ref)
+      result = ray.get(ref)
+      self._killed.discard(unit_id)  # Its new process answered.
+      return result
     except Exception as e:  # pylint: disable=broad-except
       if self._stop.is_set():
         return None
+      if (isinstance(e, ray.exceptions.ActorUnavailableError) and
+          unit_id in self._killed):
+        # A call that reached the process this launcher killed to restart
+        # the unit (not a new failure): ask the new process to start.
+        self._killed.discard(unit_id)
+        old_pid = self._pid_of(unit_id)
+        self._start_refs[unit_id] = self.actors[unit_id].start.remote()
+        return ('restarted', old_pid)
       unit = next(u for u in self.program.units if u.unit_id == unit_id)
       error = errors.NodeError(
           unit.label, unit_id,
@@ -715,6 +726,7 @@ class RayLauncher:
                     errors.one_line(error))
     actor = self.actors[unit_id]
     if kill:
+      self._killed.add(unit_id)
       ray.kill(actor, no_restart=False)
     self._start_refs[unit_id] = actor.start.remote()
     return True
