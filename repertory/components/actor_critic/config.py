@@ -25,7 +25,15 @@ class ActorCriticConfig:
       (the last observation of one is the bootstrap of the other and the
       first of the next).
     batch_size: unrolls per learner step.
-    learning_rate: Adam's learning rate.
+    learning_rate: Adam's learning rate (at the start of the schedule).
+    learning_rate_anneal_steps: decay the learning rate linearly to 0 over
+      this many actor steps, as SB3's rl-zoo `lin_` schedules and PPO's
+      `anneal_learning_rate`; 0 keeps it constant. The learner counts the
+      actor steps it has trained on, `batch_size * unroll_length` per
+      applied update: update k (from 0) uses `learning_rate * max(0, 1 -
+      (k + 1) * batch_size * unroll_length / learning_rate_anneal_steps)`.
+      Set it near the run's `--max_actor_steps` (or below, to reach 0
+      sooner).
     adam_epsilon: Adam's epsilon.
     discount: γ, applied on top of the environment's discount.
     entropy_cost: weight of the entropy bonus.
@@ -65,6 +73,7 @@ class ActorCriticConfig:
   unroll_length: int = 10
   batch_size: int = 8
   learning_rate: float = 3e-3
+  learning_rate_anneal_steps: int = 0
   adam_epsilon: float = 1e-7
   discount: float = 0.99
   entropy_cost: float = 0.01
@@ -98,6 +107,11 @@ class ActorCriticConfig:
       if not getattr(self, name) > 0:
         raise ValueError(f'Config.{name} must be > 0, got '
                          f'{getattr(self, name)!r}.')
+    if (not isinstance(self.learning_rate_anneal_steps, int)
+        or self.learning_rate_anneal_steps < 0):
+      raise ValueError('Config.learning_rate_anneal_steps must be an int >= 0 '
+                       f'(0: no schedule), got '
+                       f'{self.learning_rate_anneal_steps!r}.')
     for name in ('entropy_cost', 'baseline_cost'):
       if getattr(self, name) < 0:
         raise ValueError(f'Config.{name} must be >= 0, got '

@@ -4,7 +4,8 @@ arXiv:1802.01561), as an algorithm for `learners.LearnerHost`.
 One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
-IMPALA loss and apply one clipped Adam update.
+IMPALA loss and apply one clipped Adam update (its learning rate annealed
+linearly to 0 when `learning_rate_anneal_steps` is set, see `learning_rate`).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -33,6 +34,18 @@ _METRICS = ('losses/total', 'losses/policy', 'losses/baseline',
             'charts/mean_vs')
 
 
+def learning_rate(config: config_lib.ActorCriticConfig, version: int
+                  ) -> float:
+  """The learning rate of update `version` (0-based): constant without a
+  schedule, else `learning_rate * max(0, 1 - (version + 1) * batch_size *
+  unroll_length / learning_rate_anneal_steps)`."""
+  if not config.learning_rate_anneal_steps:
+    return config.learning_rate
+  steps = (version + 1) * config.batch_size * config.unroll_length
+  return config.learning_rate * max(
+      0.0, 1.0 - steps / config.learning_rate_anneal_steps)
+
+
 class VTrace(learners.Algorithm):
   """V-trace, clipped Adam; `step` returns `None` when no batch came."""
 
@@ -44,8 +57,13 @@ class VTrace(learners.Algorithm):
       self.network = networks_lib.make_network(config, spec.observations,
                                                spec.actions)
     self._recurrent = networks_lib.is_recurrent(self.network)
-    self.optimizer = snt.optimizers.Adam(config.learning_rate,
-                                         epsilon=config.adam_epsilon)
+    # A variable only with a schedule: without one the graph is as before.
+    self._learning_rate = (
+        tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32)
+        if config.learning_rate_anneal_steps else None)
+    self.optimizer = snt.optimizers.Adam(
+        config.learning_rate if self._learning_rate is None
+        else self._learning_rate, epsilon=config.adam_epsilon)
     # Adam's slots exist before a checkpoint is restored into them.
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
@@ -159,6 +177,8 @@ class VTrace(learners.Algorithm):
     if version != self._mirror:  # Resumed or rolled back meanwhile.
       self._version.assign(version)
       self._mirror = version
+    if self._learning_rate is not None:
+      self._learning_rate.assign(learning_rate(self._config, self._mirror))
     self._train_step(self._iterator)
     results = self._results.take()
     if results is None:  # No data within the rate limiter's timeout.
@@ -178,6 +198,8 @@ class VTrace(learners.Algorithm):
         'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
         'charts/policy_lag_histogram': lag[keep],
         'charts/dropped_stale': num_real - num_kept})
+    if self._learning_rate is not None:
+      metrics['charts/learning_rate'] = float(self._learning_rate.numpy())
     return learners.Update(
         metrics, counts={'learner_steps': 1, 'policy_lag_items': num_kept,
                          'policy_lag_sum': float(lag[keep].sum()),

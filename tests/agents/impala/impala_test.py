@@ -34,6 +34,7 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('hidden_sizes', (), 'hidden_sizes must be a non-empty'),
     ('activation', 'gelu', r"choose one of \('relu', 'tanh'\)"),
     ('weights_transport', 'ray', r"choose one of \('tcp', 'handle'\)"),
+    ('learning_rate_anneal_steps', -1, 'learning_rate_anneal_steps must be'),
 ])
 def test_config_rejects_bad_values(field, value, message):
   with pytest.raises(ValueError, match=message):
@@ -141,6 +142,45 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   wait_for_size(client, 3)
   assert learner.step()['charts/policy_lag'] == 1.0
   assert learner.algorithm._train_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+
+
+def test_learning_rate_anneals_linearly_to_zero(catch_replay):
+  # B * T = 20 actor steps per update, annealed over 60: update k (0-based)
+  # uses 1e-2 * max(0, 1 - 20 (k + 1) / 60) = 2/3, 1/3, 0, 0 of 1e-2.
+  config = impala.Config(learning_rate=1e-2, learning_rate_anneal_steps=60,
+                         **TINY)
+  client = catch_replay(config)
+  learner = _learner(config, client)
+  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
+                             TABLE)
+  actor.run(num_steps=4 * config.unroll_length)  # 4 unrolls x 4 envs.
+  wait_for_size(client, 16)
+  algorithm = learner.algorithm
+  for k in range(4):
+    before = [v.numpy() for v in algorithm.network.trainable_variables]
+    metrics = learner.step()
+    expected = 1e-2 * max(0.0, 1.0 - 20 * (k + 1) / 60)
+    assert learning.learning_rate(config, k) == pytest.approx(expected)
+    assert metrics['charts/learning_rate'] == pytest.approx(expected)
+    assert float(algorithm.optimizer.learning_rate.numpy()) == (
+        pytest.approx(expected))
+    after = [v.numpy() for v in algorithm.network.trainable_variables]
+    moved = any(not np.array_equal(b, a) for b, a in zip(before, after))
+    assert moved == (expected > 0)  # Adam takes the variable's value.
+  assert learner.version == 4
+
+
+def test_learning_rate_is_constant_by_default(catch_replay):
+  config = impala.Config(learning_rate=1e-2, **TINY)
+  client = catch_replay(config)
+  learner = _learner(config, client)
+  assert learner.algorithm.optimizer.learning_rate == 1e-2  # A float.
+  assert learning.learning_rate(config, 10**6) == 1e-2
+  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
+                             TABLE)
+  actor.run(num_steps=config.unroll_length)
+  wait_for_size(client, 4)
+  assert 'charts/learning_rate' not in learner.step()
 
 
 def _experiment(tmp_path, agent, **kwargs):
