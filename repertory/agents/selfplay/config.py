@@ -27,7 +27,7 @@ class Config:
       mirror descent, Sokota et al. 2022, in NeuRD form: every legal
       action's logit follows Q(o, a) - magnet_strength · log(π(a|o) / ρ(a|o))
       minus its mean under π, which pulls π towards the magnet ρ and makes
-      the live policy itself converge instead of cycling); see learning.py.
+      the live policy itself converge instead of cycling); see loss.py.
       'vtrace' (IMPALA's V-trace loss, off-policy corrected) or 'ppo'
       (PPO's clipped surrogate, `ppo_epochs` passes per batch); see
       updates.py. `--agent=impala|seed|ppo --selfplay=<rule>` sets these.

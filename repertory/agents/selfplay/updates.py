@@ -2,7 +2,7 @@
 trajectories: `--config.policy_loss=vtrace|ppo` (what `--agent=impala
 --selfplay=<rule>` and `--agent=ppo --selfplay=<rule>` run; docs/selfplay.md).
 
-Items as in learning.py (`[B, L]`, zero padded after LAST; time-major
+Items as in loss.py (`[B, L]`, zero padded after LAST; time-major
 T = L - 1 transitions, valid where step_type[t] != LAST, mask m_t). The
 network is the same policy + Q network for every policy loss (league
 snapshots, `repertory.play` and resumption do not depend on it); the state

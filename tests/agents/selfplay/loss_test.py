@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from repertory.agents import selfplay
-from repertory.agents.selfplay import learning
+from repertory.agents.selfplay import loss as loss_lib
 
 T, B, A = 4, 3, 3
 
@@ -40,7 +40,7 @@ def _log_softmax_legal(z, legal):
 
 def _reference(logits, q, legal, action, reward, discount, step_type, config,
                magnet=None):
-  """Plain loops, written from the learning.py docstring."""
+  """Plain loops, written from the loss.py docstring."""
   total = critic_sum = policy_sum = entropy_sum = 0.0
   grad = np.zeros_like(logits)
   valid = [(t, b) for t in range(T) for b in range(B) if step_type[t, b] != 2]
@@ -94,7 +94,7 @@ def test_loss_matches_the_reference(policy_loss, magnet, seed):
     magnet = np.random.default_rng(seed + 10).normal(size=(T, B, A)) * 2
   logits = tf.Variable(batch[0], dtype=tf.float32)
   with tf.GradientTape() as tape:
-    out = learning.selfplay_loss(
+    out = loss_lib.selfplay_loss(
         logits, tf.constant(batch[1], tf.float32), *map(tf.constant,
                                                          batch[2:]), config,
         None if magnet is None else tf.constant(magnet, tf.float32))
@@ -115,8 +115,8 @@ def test_loss_matches_the_reference(policy_loss, magnet, seed):
 def test_mmd_with_a_uniform_magnet_and_no_strength_is_neurd():
   batch = [tf.constant(x, tf.float32) for x in _batch(0)[:2]] + [
       tf.constant(x) for x in _batch(0)[2:]]
-  neurd = learning.selfplay_loss(*batch, selfplay.Config(policy_loss='neurd'))
-  mmd = learning.selfplay_loss(*batch, selfplay.Config(policy_loss='mmd',
+  neurd = loss_lib.selfplay_loss(*batch, selfplay.Config(policy_loss='neurd'))
+  mmd = loss_lib.selfplay_loss(*batch, selfplay.Config(policy_loss='mmd',
                                                        magnet_strength=0.0))
   np.testing.assert_allclose(mmd.total, neurd.total, rtol=1e-6)
 
@@ -136,7 +136,7 @@ def test_mmd_fixed_point_is_the_magnets_logit_response():
   def gradient(logits):
     logits = tf.Variable(logits, dtype=tf.float32)
     with tf.GradientTape() as tape:
-      out = learning.selfplay_loss(logits, *args, config,
+      out = loss_lib.selfplay_loss(logits, *args, config,
                                    tf.constant(magnet, tf.float32))
     return tape.gradient(out.policy, logits).numpy()
 
