@@ -34,16 +34,6 @@ from repertory.components.actor_critic import mlp_policy
 _FIRST = int(dm_env.StepType.FIRST)
 
 
-def remaining_fraction(round_index: int, steps_per_round: int,
-                       anneal_steps: int) -> float:
-  """The linear schedules' factor for training on round `round_index` (from
-  0): `1 - (round_index + 1) * steps_per_round / anneal_steps`, at least 0.
-
-  The round's own steps count as done: SB3 updates its progress after
-  collecting a rollout and before training on it."""
-  return max(0.0, 1.0 - (round_index + 1) * steps_per_round / anneal_steps)
-
-
 class PPO(learners.Algorithm):
   """GAE + clipped-surrogate epochs on one round per version."""
 
@@ -132,8 +122,8 @@ class PPO(learners.Algorithm):
     """GAE + `num_epochs` x `num_minibatches` updates on one round's batch."""
     c = self._config
     if self._anneal_steps:
-      fraction = remaining_fraction(self.rounds, self._steps_per_round,
-                                    self._anneal_steps)
+      fraction = learners.remaining_fraction(
+          self.rounds, self._steps_per_round, self._anneal_steps)
       if c.anneal_learning_rate:
         self._learning_rate.assign(c.learning_rate * fraction)
       if c.anneal_clip_epsilon:

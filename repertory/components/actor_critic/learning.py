@@ -5,7 +5,8 @@ One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
 IMPALA loss and apply one clipped Adam update (its learning rate annealed
-linearly to 0 when `learning_rate_anneal_steps` is set, see `learning_rate`).
+linearly to 0 when `learning_rate_anneal_steps` is set:
+`learners.LinearDecay`, one update = `batch_size * unroll_length` steps).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -23,6 +24,7 @@ from repertory.components import adders
 from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
+from repertory.components import replay
 from repertory.components.actor_critic import config as config_lib
 from repertory.components.actor_critic import networks as networks_lib
 
@@ -32,18 +34,6 @@ _MASKED_LOG_RHO = -1e9
 _METRICS = ('losses/total', 'losses/policy', 'losses/baseline',
             'losses/entropy', 'charts/gradient_norm', 'charts/mean_rho',
             'charts/mean_vs')
-
-
-def learning_rate(config: config_lib.ActorCriticConfig, version: int
-                  ) -> float:
-  """The learning rate of update `version` (0-based): constant without a
-  schedule, else `learning_rate * max(0, 1 - (version + 1) * batch_size *
-  unroll_length / learning_rate_anneal_steps)`."""
-  if not config.learning_rate_anneal_steps:
-    return config.learning_rate
-  steps = (version + 1) * config.batch_size * config.unroll_length
-  return config.learning_rate * max(
-      0.0, 1.0 - steps / config.learning_rate_anneal_steps)
 
 
 class VTrace(learners.Algorithm):
@@ -57,13 +47,12 @@ class VTrace(learners.Algorithm):
       self.network = networks_lib.make_network(config, spec.observations,
                                                spec.actions)
     self._recurrent = networks_lib.is_recurrent(self.network)
-    # A variable only with a schedule: without one the graph is as before.
-    self._learning_rate = (
-        tf.Variable(config.learning_rate, trainable=False, dtype=tf.float32)
-        if config.learning_rate_anneal_steps else None)
-    self.optimizer = snt.optimizers.Adam(
-        config.learning_rate if self._learning_rate is None
-        else self._learning_rate, epsilon=config.adam_epsilon)
+    self._learning_rate = learners.LinearDecay(
+        'learning_rate', config.learning_rate,
+        config.batch_size * config.unroll_length,
+        config.learning_rate_anneal_steps)
+    self.optimizer = snt.optimizers.Adam(self._learning_rate.value,
+                                         epsilon=config.adam_epsilon)
     # Adam's slots exist before a checkpoint is restored into them.
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
@@ -86,7 +75,6 @@ class VTrace(learners.Algorithm):
                                         path)
 
   def _dataset(self) -> tf.data.Dataset:
-    from repertory.components import replay  # pylint: disable=g-import-not-at-top
     # A queue: every sample in flight has left it, so keep few in flight.
     return replay.make_dataset(
         self._replay, self._table, self._config.batch_size, prefetch_size=1,
@@ -102,14 +90,7 @@ class VTrace(learners.Algorithm):
     sample = iterator.get_next_as_optional()
 
     def on_batch():
-      data = sample.get_value().data
-      num_real = tf.shape(tf.nest.flatten(data)[0])[0]
-
-      def pad(x):
-        padded = tf.concat([x, tf.repeat(x[:1], c.batch_size - num_real,
-                                         axis=0)], 0)
-        return tf.ensure_shape(padded, [c.batch_size] + x.shape[1:])
-      data = tf.nest.map_structure(pad, data)
+      data, num_real = replay.pad_batch(sample.get_value().data, c.batch_size)
       lag = self._version - tf.cast(data['policy_version'], tf.int64)  # [B]
       keep = tf.range(c.batch_size) < num_real
       if c.max_policy_lag is not None:
@@ -177,8 +158,7 @@ class VTrace(learners.Algorithm):
     if version != self._mirror:  # Resumed or rolled back meanwhile.
       self._version.assign(version)
       self._mirror = version
-    if self._learning_rate is not None:
-      self._learning_rate.assign(learning_rate(self._config, self._mirror))
+    schedule_metrics = self._learning_rate.update(self._mirror)
     self._train_step(self._iterator)
     results = self._results.take()
     if results is None:  # No data within the rate limiter's timeout.
@@ -198,8 +178,7 @@ class VTrace(learners.Algorithm):
         'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
         'charts/policy_lag_histogram': lag[keep],
         'charts/dropped_stale': num_real - num_kept})
-    if self._learning_rate is not None:
-      metrics['charts/learning_rate'] = float(self._learning_rate.numpy())
+    metrics.update(schedule_metrics)
     return learners.Update(
         metrics, counts={'learner_steps': 1, 'policy_lag_items': num_kept,
                          'policy_lag_sum': float(lag[keep].sum()),

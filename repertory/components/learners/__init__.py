@@ -1,6 +1,7 @@
 """Reusable learner-side pieces: the learner host every agent runs its
 algorithm in, finite-only updates, fault tolerance (resume, periodic and
-final checkpoints, rollback) and leak-free results of a `tf.function` step."""
+final checkpoints, rollback), leak-free results of a `tf.function` step and
+linear schedules."""
 
 from repertory.components.learners.fault_tolerance import FaultTolerance
 from repertory.components.learners.finite import all_finite
@@ -11,3 +12,5 @@ from repertory.components.learners.algorithm import Update
 from repertory.components.learners.host import LearnerHost
 from repertory.components.learners.host_serving import ServingHost
 from repertory.components.learners.host_results import HostResults
+from repertory.components.learners.schedules import LinearDecay
+from repertory.components.learners.schedules import remaining_fraction

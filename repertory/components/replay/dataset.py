@@ -10,10 +10,11 @@ and `times_sampled`, each [B].
 import queue
 import threading
 import time
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 
 from absl import logging
 import reverb
+import tensorflow as tf
 
 
 def _address(server) -> str:
@@ -56,7 +57,6 @@ def make_dataset(server_address: Union[str, reverb.Client],
       the dataset ends form a last, smaller batch; True drops it (for a
       queue those items are lost), False yields it.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   address = _address(server_address)
   if batch_size is not None and batch_size < 1:
     raise ValueError(f'batch_size must be >= 1 or None, got {batch_size}.')
@@ -161,3 +161,16 @@ class StarvationLoggingIterator:
 
   def close(self) -> None:
     self._requests.put(None)
+
+
+def pad_batch(data: Any, batch_size: int) -> Tuple[Any, tf.Tensor]:
+  """A sampled batch cut short (fewer than `batch_size` rows, e.g. by the
+  rate limiter's timeout) padded with copies of its first row to the static
+  shape `[batch_size, ...]`; returns (padded, number of real rows)."""
+  num_real = tf.shape(tf.nest.flatten(data)[0])[0]
+
+  def pad(x):
+    padded = tf.concat([x, tf.repeat(x[:1], batch_size - num_real, axis=0)],
+                       0)
+    return tf.ensure_shape(padded, [batch_size] + x.shape[1:])
+  return tf.nest.map_structure(pad, data), num_real

@@ -8,7 +8,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import ppo
 from repertory.agents.ppo import config as config_lib
-from repertory.agents.ppo import learning
+from repertory.components import learners
 from repertory.components.networks import separate_mlp
 
 
@@ -30,7 +30,7 @@ def sb3_progress_remaining(rounds: int, steps_per_round: int,
 def test_remaining_fraction_matches_sb3s_loop(steps_per_round, anneal_steps):
   rounds = anneal_steps // steps_per_round + 3      # Past the end as well.
   expected = sb3_progress_remaining(rounds, steps_per_round, anneal_steps)
-  got = [learning.remaining_fraction(k, steps_per_round, anneal_steps)
+  got = [learners.remaining_fraction(k, steps_per_round, anneal_steps)
          for k in range(rounds)]
   # SB3 goes below 0 in the round that crosses its budget; ours stops at 0.
   assert got == pytest.approx([max(0.0, e) for e in expected], abs=1e-12)
