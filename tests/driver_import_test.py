@@ -24,6 +24,22 @@ def _run_blocked(code: str, tmp_path) -> str:
   return result.stdout
 
 
+def _build(tmp_path, agent: str, after: str, *extra_flags: str) -> str:
+  """`run.build()` of `--agent=agent` in local_mp with TensorFlow blocked,
+  then `after` (code that reads `program`); returns what it printed."""
+  build = textwrap.dedent(f'''
+      from absl import flags
+      from repertory import run
+      argv = ['run', '--agent={agent}', '--env=gym:CartPole-v1',
+              '--lp_launch_type=local_mp', *{list(extra_flags)!r},
+              '--logdir={tmp_path}/run']
+      argv = run.define_config_flag('{agent}', argv)
+      flags.FLAGS(argv)
+      config, experiment, program = run.build()
+  ''')
+  return _run_blocked(build + textwrap.dedent(after), tmp_path)
+
+
 def test_every_agent_config_is_read_without_tensorflow(tmp_path):
   out = _run_blocked(f'''
       from repertory import agents, run
@@ -37,23 +53,16 @@ def test_every_agent_config_is_read_without_tensorflow(tmp_path):
 @pytest.mark.parametrize('agent', ['ppo', 'impala', 'seed'])
 def test_driver_builds_and_pickles_the_program_without_tensorflow(
     agent, tmp_path):
-  out = _run_blocked(f'''
-      from absl import flags
+  out = _build(tmp_path, agent, '''
       import cloudpickle
-      from repertory import run
       from repertory.launch import ray_backend
-      argv = ['run', '--agent={agent}', '--env=gym:CartPole-v1',
-              '--lp_launch_type=local_mp', '--logdir={tmp_path}/run']
-      argv = run.define_config_flag('{agent}', argv)
-      flags.FLAGS(argv)
-      config, experiment, program = run.build()
       for unit in program.units:
         # What each node process receives; it unpickles without TensorFlow.
         nodes = cloudpickle.loads(ray_backend.pickle_unit(unit))
         print('UNIT', unit.unit_id, sorted(n.label for n in nodes))
       print('HEAVY', [m for m in ('tensorflow', 'sonnet', 'reverb')
                       if sys.modules.get(m) is not None])
-  ''', tmp_path)
+  ''')
   assert 'HEAVY []' in out, out
   # local_mp's default: the light nodes in the learner's process.
   learner_labels = {'ppo': "['counter', 'evaluator', 'learner', 'monitor', "
@@ -68,33 +77,17 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
 
 
 def test_share_processes_off_keeps_a_process_per_node(tmp_path):
-  out = _run_blocked(f'''
-      from absl import flags
-      from repertory import run
-      argv = ['run', '--agent=ppo', '--env=gym:CartPole-v1',
-              '--lp_launch_type=local_mp', '--noshare_processes',
-              '--logdir={tmp_path}/run']
-      argv = run.define_config_flag('ppo', argv)
-      flags.FLAGS(argv)
-      _, _, program = run.build()
+  out = _build(tmp_path, 'ppo', '''
       print('UNITS', [u.unit_id for u in program.units])
-  ''', tmp_path)
+  ''', '--noshare_processes')
   assert ("UNITS ['replay/0', 'counter/0', 'learner/0', 'monitor/0', "
           "'evaluator/0', 'actor/0', 'actor/1']") in out, out
 
 
 def test_restart_learner_keeps_the_learner_and_replay_apart(tmp_path):
-  out = _run_blocked(f'''
-      from absl import flags
-      from repertory import run
-      argv = ['run', '--agent=ppo', '--env=gym:CartPole-v1',
-              '--lp_launch_type=local_mp', '--restart_learner',
-              '--logdir={tmp_path}/run']
-      argv = run.define_config_flag('ppo', argv)
-      flags.FLAGS(argv)
-      _, _, program = run.build()
+  out = _build(tmp_path, 'ppo', '''
       print('UNITS', [(u.unit_id, len(u.nodes)) for u in program.units])
-  ''', tmp_path)
+  ''', '--restart_learner')
   # The shared unit takes the place of the first of its units (counter/0).
   assert ("UNITS [('replay/0', 1), ('monitor/0', 3), ('learner/0', 1), "
           "('actor/0', 1), ('actor/1', 1)]") in out, out
