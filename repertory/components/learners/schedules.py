@@ -48,5 +48,6 @@ class LinearDecay:
     to log (empty without a schedule)."""
     if not self._anneal_steps:
       return {}
-    self.value.assign(self.at(update_index))
-    return {f'charts/{self.name}': self.at(update_index)}
+    value = self.at(update_index)
+    self.value.assign(value)
+    return {f'charts/{self.name}': value}
