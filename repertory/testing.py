@@ -43,6 +43,31 @@ def import_script(path: str, module_name: str) -> Any:
 
 
 @contextlib.contextmanager
+def loopback_ray_cluster(num_cpus: int, **head_node_args: Any
+                         ) -> Iterator[Any]:
+  """A real Ray cluster on 127.0.0.1 (`ray.cluster_utils.Cluster`) with
+  Ray's token authentication on, as `--lp_launch_type=ray` requires
+  (cluster_utils does not turn it on; the environment it sets reaches the
+  program's processes). Yields the cluster; shuts it and any connection of
+  this process down on exit."""
+  import ray  # pylint: disable=g-import-not-at-top
+  from ray import cluster_utils  # pylint: disable=g-import-not-at-top
+  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
+  auth._enable_token_auth()  # pylint: disable=protected-access
+  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
+  cluster = cluster_utils.Cluster(
+      initialize_head=True,
+      head_node_args={'num_cpus': num_cpus, 'node_ip_address': '127.0.0.1',
+                      'include_dashboard': False, **head_node_args})
+  try:
+    yield cluster
+  finally:
+    if ray.is_initialized():
+      ray.shutdown()
+    cluster.shutdown()
+
+
+@contextlib.contextmanager
 def reverb_server(tables: Sequence[Any]) -> Iterator[Any]:
   """A real `reverb.Server` with `tables` on a free loopback port; yields a
   `reverb.Client` of it and stops the server on exit."""

@@ -8,8 +8,8 @@ import sys
 
 import pandas as pd
 import pytest
-import ray
-from ray import cluster_utils
+
+from repertory import testing
 
 TINY = ('--num_actors=1', '--envs_per_actor=2', '--max_actor_steps=200',
         '--eval_episodes=2', '--eval_every_steps=0',
@@ -19,19 +19,8 @@ TINY = ('--num_actors=1', '--envs_per_actor=2', '--max_actor_steps=200',
 
 @pytest.fixture
 def cluster():
-  # Token authentication, as launch requires (cluster_utils does not turn
-  # it on); the environment it sets reaches the sweep's processes.
-  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
-  auth._enable_token_auth()  # pylint: disable=protected-access
-  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
-  cluster = cluster_utils.Cluster(
-      initialize_head=True,
-      head_node_args={'num_cpus': 2, 'node_ip_address': '127.0.0.1',
-                      'include_dashboard': False})
-  yield cluster
-  if ray.is_initialized():
-    ray.shutdown()
-  cluster.shutdown()
+  with testing.loopback_ray_cluster(num_cpus=2) as cluster:
+    yield cluster
 
 
 @pytest.mark.timeout(600)  # Ray, Tune and two programs: ~40 s alone.

@@ -15,9 +15,9 @@ import time
 import cloudpickle
 import pytest
 import ray
-from ray import cluster_utils
 
 from repertory import launch
+from repertory import testing
 from repertory.launch import ray_backend
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -25,22 +25,11 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope='module')
 def cluster():
-  # With Ray's token authentication, as launch requires (what `ray.init()` of
-  # a new local instance turns on; cluster_utils does not).
-  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
-  auth._enable_token_auth()  # pylint: disable=protected-access
-  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
-  cluster = cluster_utils.Cluster(
-      initialize_head=True,
-      head_node_args={'num_cpus': 1, 'resources': {'head_res': 1},
-                      'node_ip_address': '127.0.0.1',
-                      'include_dashboard': False})
-  cluster.add_node(num_cpus=1, resources={'worker_res': 1},
-                   node_ip_address='127.0.0.1')
-  yield cluster
-  if ray.is_initialized():
-    ray.shutdown()
-  cluster.shutdown()
+  with testing.loopback_ray_cluster(
+      num_cpus=1, resources={'head_res': 1}) as cluster:
+    cluster.add_node(num_cpus=1, resources={'worker_res': 1},
+                     node_ip_address='127.0.0.1')
+    yield cluster
 
 
 @pytest.fixture

@@ -11,27 +11,16 @@ import subprocess
 import sys
 
 import pytest
-import ray
-from ray import cluster_utils
+
+from repertory import testing
 
 GAME = 'openspiel:kuhn_poker'
 
 
 @pytest.fixture(name='cluster')
 def fixture_cluster():
-  # Token authentication, as launch requires (cluster_utils does not turn it
-  # on); the environment it sets reaches the program's processes.
-  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
-  auth._enable_token_auth()  # pylint: disable=protected-access
-  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
-  cluster = cluster_utils.Cluster(
-      initialize_head=True,
-      head_node_args={'num_cpus': 8, 'node_ip_address': '127.0.0.1',
-                      'include_dashboard': False})
-  yield cluster
-  if ray.is_initialized():
-    ray.shutdown()
-  cluster.shutdown()
+  with testing.loopback_ray_cluster(num_cpus=8) as cluster:
+    yield cluster
 
 
 def _run(logdir, agent, rule, launch_type, *extra):
