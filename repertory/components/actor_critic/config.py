@@ -36,6 +36,11 @@ class ActorCriticConfig:
       sooner).
     adam_epsilon: Adam's epsilon.
     discount: γ, applied on top of the environment's discount.
+    reward_scale: the learner multiplies every reward by this before
+      V-trace, so the value learns returns of that scale (CartPole's,
+      up to 1 / (1 - γ) = 50 with γ = 0.98, become <= 1 with 0.02, as
+      catch's); the policy gradient's advantages scale with it, the entropy
+      bonus does not. Actors and evaluation see the environment's rewards.
     entropy_cost: weight of the entropy bonus.
     baseline_cost: weight of the value loss.
     max_gradient_norm: gradients are clipped to this global norm.
@@ -76,6 +81,7 @@ class ActorCriticConfig:
   learning_rate_anneal_steps: int = 0
   adam_epsilon: float = 1e-7
   discount: float = 0.99
+  reward_scale: float = 1.0
   entropy_cost: float = 0.01
   baseline_cost: float = 0.5
   max_gradient_norm: float = 40.0
@@ -103,7 +109,8 @@ class ActorCriticConfig:
       if not isinstance(value, int) or value < 1:
         raise ValueError(f'Config.{name} must be a positive int, got '
                          f'{value!r}.')
-    for name in ('learning_rate', 'adam_epsilon', 'max_gradient_norm'):
+    for name in ('learning_rate', 'adam_epsilon', 'max_gradient_norm',
+                 'reward_scale'):
       if not getattr(self, name) > 0:
         raise ValueError(f'Config.{name} must be > 0, got '
                          f'{getattr(self, name)!r}.')

@@ -4,9 +4,9 @@ arXiv:1802.01561), as an algorithm for `learners.LearnerHost`.
 One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
-IMPALA loss and apply one clipped Adam update (its learning rate annealed
-linearly to 0 when `learning_rate_anneal_steps` is set:
-`learners.LinearDecay`, one update = `batch_size * unroll_length` steps).
+IMPALA loss on rewards times `reward_scale` and apply one clipped Adam update
+(its learning rate annealed linearly to 0 when `learning_rate_anneal_steps`
+is set: `learners.LinearDecay`, one update = `batch_size * unroll_length`).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -126,9 +126,10 @@ class VTrace(learners.Algorithm):
       behaviour_log_prob = tf.where(  # log ρ = -1e9 where masked.
           real, losses.categorical_log_prob(behaviour_logits, u.action),
           tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
+      entropy = mask * losses.categorical_entropy(logits)         # [T, B]
       loss = losses.impala_loss_from_log_probs(
-          target_log_prob, behaviour_log_prob, mask * losses.categorical_entropy(logits), outputs.value[:-1],
-          outputs.value[-1], u.reward, c.discount * u.discount,
+          target_log_prob, behaviour_log_prob, entropy, outputs.value[:-1],
+          outputs.value[-1], c.reward_scale * u.reward, c.discount * u.discount,
           baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
           clip_pg_rho_threshold=c.clip_pg_rho_threshold)
@@ -174,11 +175,10 @@ class VTrace(learners.Algorithm):
     applied = bool(metrics.pop('applied'))
     num_kept = int(keep.sum())
     self._mirror += int(applied)
-    metrics.update({
+    metrics.update(schedule_metrics, **{
         'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
         'charts/policy_lag_histogram': lag[keep],
         'charts/dropped_stale': num_real - num_kept})
-    metrics.update(schedule_metrics)
     return learners.Update(
         metrics, counts={'learner_steps': 1, 'policy_lag_items': num_kept,
                          'policy_lag_sum': float(lag[keep].sum()),
