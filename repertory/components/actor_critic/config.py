@@ -44,6 +44,12 @@ class ActorCriticConfig:
     entropy_cost: weight of the entropy bonus.
     baseline_cost: weight of the value loss.
     max_gradient_norm: gradients are clipped to this global norm.
+    normalize_advantages: the policy gradient's V-trace advantages
+      ρ̄_s A_s are normalised per batch, over its real transitions, to mean 0
+      and standard deviation 1 (PPO's normalisation; IMPALA's paper does not),
+      so every batch moves the policy by a like amount: a rare failure's
+      large advantages do not dominate, and a batch's common offset
+      (returns rising faster than the value) adds no noise.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
@@ -85,6 +91,7 @@ class ActorCriticConfig:
   entropy_cost: float = 0.01
   baseline_cost: float = 0.5
   max_gradient_norm: float = 40.0
+  normalize_advantages: bool = False
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0

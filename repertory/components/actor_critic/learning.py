@@ -115,7 +115,6 @@ class VTrace(learners.Algorithm):
     c = self._config
     u = adders.time_major_transitions(data)
     mask = u.mask * tf.cast(keep, tf.float32)[None]               # [T, B]
-    real = mask > 0
     behaviour_logits = u.extras['logits']                         # [T, B, A]
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
@@ -124,15 +123,16 @@ class VTrace(learners.Algorithm):
       logits = outputs.logits[:-1]                                # [T, B, A]
       target_log_prob = losses.categorical_log_prob(logits, u.action)
       behaviour_log_prob = tf.where(  # log ρ = -1e9 where masked.
-          real, losses.categorical_log_prob(behaviour_logits, u.action),
+          mask > 0, losses.categorical_log_prob(behaviour_logits, u.action),
           tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
-      entropy = mask * losses.categorical_entropy(logits)         # [T, B]
       loss = losses.impala_loss_from_log_probs(
-          target_log_prob, behaviour_log_prob, entropy, outputs.value[:-1],
+          target_log_prob, behaviour_log_prob,
+          mask * losses.categorical_entropy(logits), outputs.value[:-1],
           outputs.value[-1], c.reward_scale * u.reward, c.discount * u.discount,
           baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
-          clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+          clip_pg_rho_threshold=c.clip_pg_rho_threshold,
+          normalize_advantages=c.normalize_advantages, mask=mask)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss
