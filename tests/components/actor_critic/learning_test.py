@@ -1,5 +1,5 @@
-"""`ActorCriticConfig.reward_scale` in the V-trace learner, against a plain
-n-step return written from the paper's notation."""
+"""The V-trace learner's `reward_scale` and `normalize_advantages` against
+plain n-step returns and advantages written from the paper's notation."""
 
 import numpy as np
 import pytest
@@ -61,3 +61,23 @@ def test_value_targets_are_returns_of_scaled_rewards(scale):
 def test_reward_scale_must_be_positive():
   with pytest.raises(ValueError, match='reward_scale must be > 0, got 0'):
     impala.Config(reward_scale=0.0)
+
+
+def test_normalized_advantages_reach_the_policy_loss():
+  config = impala.Config(normalize_advantages=True, discount=GAMMA,
+                         vtrace_lambda=1.0, entropy_cost=0.0,
+                         hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, values = _batch(algorithm.network, np.random.default_rng(1))
+  vs = _n_step_targets(data['reward'], values, 1.0)
+  next_vs = np.concatenate([vs[1:], values[T:]], 0)              # v_{s+1}
+  pg_adv = data['reward'][:, 1:].T + GAMMA * next_vs - values[:T]  # ρ = 1
+  normalized = (pg_adv - pg_adv.mean()) / (pg_adv.std() + 1e-8)
+  logits = np.swapaxes(data['extras']['logits'], 0, 1)[:T]     # [T, B, A]
+  log_pi = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  log_pi_a = np.take_along_axis(log_pi, data['action'].T[:T, :, None],
+                                -1)[..., 0]
+  metrics = algorithm._sgd_step(data, np.ones((B,), bool))  # pylint: disable=protected-access
+  np.testing.assert_allclose(float(metrics['losses/policy']),
+                             -(normalized * log_pi_a).mean(), rtol=1e-4,
+                             atol=1e-5)
