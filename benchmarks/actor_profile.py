@@ -18,11 +18,13 @@ program in `local_mp`, and within the program's measurement window reads:
   counter, monitor, ...), of the rest of the process tree (Ray's GCS,
   raylet, the driver: `ray`) and of the whole machine (the rest is other
   users' load: `others`), each per env step the program took;
-* after the window, a `py-spy` sample of actor 0's main thread with idle
-  samples (its wall time per batched step split into environment, policy or
-  inference round trip, adder and Reverb writes, episode bookkeeping,
-  weights, reports and the loop itself) and, for SEED, of the learner's
-  process (the inference server's CPU by part).
+* the CPU seconds of actor 0's threads (the loop's thread against Reverb's
+  and Ray's own);
+* after the window, a `py-spy` sample of actor 0's loop (its CPU per batched
+  step split into environment, policy or inference round trip, adder and
+  Reverb writes, episode bookkeeping, weights, reports and the loop itself)
+  and, for SEED, of the learner's process (the inference server's CPU by
+  part).
 
 The model (`--model`) is two bounds on the program's env steps/s on C cores
 with A actors:
@@ -67,7 +69,7 @@ _TRAIN = flags.DEFINE_list('train', ['0', '1'],
                            'Learner off (0) and/or on (1).')
 # --envs, --num_actors, --envs_per_actor, --seconds, --warmup_seconds and
 # --out are agent_throughput.py's flags (defaults there).
-_PROFILE_SECONDS = flags.DEFINE_float('profile_seconds', 5.0,
+_PROFILE_SECONDS = flags.DEFINE_float('profile_seconds', 6.0,
                                       'py-spy sampling after the window.')
 _PYSPY = flags.DEFINE_bool('pyspy', True, 'Sample stacks with py-spy.')
 _INPROCESS = flags.DEFINE_bool(
@@ -197,12 +199,11 @@ class CpuProbe:
         if pid is None:
           continue
         path = os.path.join(tmp, name + '.txt')
-        # The actor: wall time (idle samples too); the server: CPU only.
+        # Active samples only: a Ray worker holds ~300 threads, most idle,
+        # which py-spy cannot sample much faster than this.
         cmd = ['py-spy', 'record', '--pid', str(pid), '--duration',
-               str(int(self._profile_seconds)), '--rate', '200', '--format',
+               str(int(self._profile_seconds)), '--rate', '40', '--format',
                'raw', '--threads', '--nonblocking', '-o', path]
-        if name == 'actor':
-          cmd.append('--idle')
         procs[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL), path)
       for name, (proc, path) in procs.items():
@@ -223,7 +224,9 @@ def _frames(stack: str) -> List[Tuple[str, str]]:
   out = []
   for part in stack.split(';'):
     m = _FRAME.match(part)
-    out.append((m.group('func'), m.group('file')) if m else (part, ''))
+    # py-spy qualifies methods ('BatchedActor._act'): keep the last name.
+    out.append((m.group('func').rpartition('.')[2], m.group('file'))
+               if m else (part, ''))
   return out
 
 
@@ -418,7 +421,11 @@ def measure(agent: str, env_spec: str) -> List[Dict[str, Any]]:
         if key in result:
           classify = classify_actor if key == 'pyspy_actor' else (
               classify_server)
-          result[key.replace('pyspy', 'samples')] = classify(result.pop(key))
+          result[key.replace('pyspy', 'samples')] = classify(result[key])
+          # The most frequent stacks stay in the JSON (to classify again).
+          lines = sorted(result[key].splitlines(),
+                         key=lambda l: -int(l.rpartition(' ')[2] or 0))
+          result[key] = '\n'.join(lines[:300])
       print('   ' + summary_line(result), flush=True)
       runs.append(result)
   return runs
@@ -521,23 +528,31 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
 
 
 def breakdown_report(runs: List[Dict[str, Any]]) -> str:
-  """Per batched step of actor 0 (us) by category, and the CPU per step."""
-  lines = ['| run | actor wall us / batched step | ' +
-           'breakdown (us per batched step) |', '|---|---|---|']
+  """Per batched step of actor 0: wall, its Python threads' CPU, and that
+  CPU split by the py-spy samples of its loop; then CPU per env step."""
+  lines = ['| run | actor wall us / batched step | actor Python CPU us / '
+           'batched step | its loop by part (us per batched step, from '
+           'py-spy samples) |', '|---|---|---|---|']
   for run in runs:
     samples = run.get('samples_actor')
     name = (f"{run['agent']}{'' if run['train'] else '_nolearn'} "
             f"A={run['num_actors']}")
     n = run['envs_per_actor']
     step_us = 1e6 * n * run['num_actors'] / run['actor_steps_per_second']
+    batched_steps = (run['actor_steps_per_second'] / run['num_actors'] / n *
+                     run['cpu_window_seconds'])
+    threads = run.get('actor0_thread_cpu_seconds', {})
+    python_cpu = sum(v for k, v in threads.items()
+                     if k.startswith('ray::NodeActor') or k == 'main')
+    cpu_us = 1e6 * python_cpu / batched_steps
     if samples:
       total = sum(samples.values())
       parts = ', '.join(
-          f'{k} {step_us * v / total:.0f}'
+          f'{k} {cpu_us * v / total:.0f}'
           for k, v in sorted(samples.items(), key=lambda kv: -kv[1]))
     else:
       parts = '-'
-    lines.append(f'| {name} | {step_us:.0f} | {parts} |')
+    lines.append(f'| {name} | {step_us:.0f} | {cpu_us:.0f} | {parts} |')
   lines.append('\n| run | env steps/s | of ceiling | CPU us per env step |')
   lines.append('|---|---|---|---|')
   for run in runs:
@@ -577,6 +592,11 @@ def main(argv: List[str]) -> None:
     for path in _MODEL.value:
       with open(path) as f:
         runs.extend(json.load(f))
+    for run in runs:  # Classified again: the rules may have changed.
+      if run.get('pyspy_actor'):
+        run['samples_actor'] = classify_actor(run['pyspy_actor'])
+      if run.get('pyspy_server'):
+        run['samples_server'] = classify_server(run['pyspy_server'])
     print(breakdown_report(runs))
     print(model_report(runs))
     return
