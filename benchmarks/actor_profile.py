@@ -75,6 +75,9 @@ _PYSPY = flags.DEFINE_bool('pyspy', True, 'Sample stacks with py-spy.')
 _INPROCESS = flags.DEFINE_bool(
     'inprocess', False, "Measure IMPALA's acting path in one process, piece "
     'by piece, instead of launching programs.')
+_RAW_IN_RAY = flags.DEFINE_bool(
+    'raw_in_ray', True, 'Also run the raw loop in node processes of a '
+    'local_mp program (where the actors run).')
 _MODEL = flags.DEFINE_list('model', [],
                            'JSON files of earlier runs: fit, validate and '
                            'extrapolate the model instead of measuring.')
@@ -398,6 +401,72 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
   return results
 
 
+# --- the raw loop in Ray workers ----------------------------------------------
+
+
+def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
+                   out_path: str) -> None:
+  """A `PyNode` body: the raw loop, in a node process of local_mp."""
+  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+  import json
+  import os
+  import time
+  from repertory import environments
+  from repertory.agents.impala import config as config_lib
+  from repertory.components import actors
+  from repertory.components.actor_critic import config as ac_config
+  from repertory.components.actor_critic import networks
+  # pylint: enable=g-import-not-at-top,redefined-outer-name,reimported
+  actors.limit_tf_threads()
+  config = config_lib.Config()
+  env = environments.make_batched(
+      env_spec, num_envs, seed=seed,
+      kind=ac_config.batched_env_kind(config.batched_env_kind, env_spec))
+  policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
+                           seed=seed)
+  state, timestep = policy.initial_state(num_envs), env.reset()
+  steps, start, cpu = 0, None, None
+  begin = time.perf_counter()
+  while True:
+    now = time.perf_counter()
+    if start is None and now - begin > 2.0:  # Warm-up.
+      steps, start, cpu = 0, now, time.thread_time()
+    if start is not None and now - start >= seconds:
+      break
+    action, _, state = policy.step(timestep.observation, state,
+                                   timestep.first())
+    timestep = env.step(action)
+    steps += num_envs
+  with open(out_path, 'w') as f:
+    json.dump([steps / (now - start), (time.thread_time() - cpu) / steps,
+               os.nice(0)], f)
+  env.close()
+
+
+def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
+                       seconds: float) -> List[Any]:
+  """(env steps/s, CPU seconds per env step, niceness) of the raw loop in
+  each of `num_actors` node processes of a local_mp program (Ray workers):
+  what the same loop costs where the framework's actors run."""
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory() as tmp:
+    program = launch.Program('raw_in_ray')
+    paths = [os.path.join(tmp, f'{i}.json') for i in range(num_actors)]
+    with program.group('actor'):
+      for i, path in enumerate(paths):
+        program.add_node(launch.PyNode(_raw_loop_node, env_spec, num_envs,
+                                       i * num_envs, seconds, path))
+    launched = launch.launch(program, launch_type='local_mp', block=False,
+                             logdir=os.path.join(tmp, 'nodes'),
+                             termination_notice_secs=5)
+    launched.wait(timeout=300)
+    out = []
+    for path in paths:
+      with open(path) as f:
+        out.append(tuple(json.load(f)))
+    return out
+
+
 # --- measuring ----------------------------------------------------------------
 
 
@@ -405,7 +474,14 @@ def measure(agent: str, env_spec: str) -> List[Dict[str, Any]]:
   runs = []
   for num_actors in [int(a) for a in agent_throughput._NUM_ACTORS.value]:
     loops = agent_throughput.measure_raw_loops(
-        env_spec, num_actors, agent_throughput._ENVS_PER_ACTOR.value, agent_throughput._SECONDS.value)
+        env_spec, num_actors, agent_throughput._ENVS_PER_ACTOR.value,
+        agent_throughput._SECONDS.value)
+    in_ray = []
+    if _RAW_IN_RAY.value:
+      in_ray = measure_raw_in_ray(env_spec, num_actors,
+                                  agent_throughput._ENVS_PER_ACTOR.value,
+                                  agent_throughput._SECONDS.value)
+      print(f'   raw loop in Ray workers: {in_ray}', flush=True)
     for train in [bool(int(t)) for t in _TRAIN.value]:
       print(f'== {agent} {env_spec} actors={num_actors} train={train}',
             flush=True)
@@ -415,7 +491,7 @@ def measure(agent: str, env_spec: str) -> List[Dict[str, Any]]:
           agent_throughput._SECONDS.value, agent_throughput._WARMUP.value, probe=probe)
       result.update(agent=agent, env=env_spec, num_actors=num_actors,
                     train=train, envs_per_actor=agent_throughput._ENVS_PER_ACTOR.value,
-                    raw_loops=loops,
+                    raw_loops=loops, raw_loops_in_ray=in_ray,
                     ceiling=sum(rate for rate, _ in loops))
       for key in ('pyspy_actor', 'pyspy_server'):
         if key in result:
@@ -561,6 +637,11 @@ def breakdown_report(runs: List[Dict[str, Any]]) -> str:
     us = per_step(run)
     raw = sum(c for _, c in run['raw_loops']) / len(run['raw_loops']) * 1e6
     parts = ', '.join(f'{k} {v:.2f}' for k, v in sorted(us.items()))
+    in_ray = run.get('raw_loops_in_ray') or []
+    if in_ray:
+      parts += ('; raw loop in Ray workers '
+                f'{1e6 * sum(r[1] for r in in_ray) / len(in_ray):.2f} '
+                f'({sum(r[0] for r in in_ray):,.0f} steps/s)')
     lines.append(f"| {name} | {run['actor_steps_per_second']:,.0f} | "
                  f"{run['actor_steps_per_second'] / run['ceiling']:.2f} | "
                  f'{parts}; raw loop {raw:.2f} |')
