@@ -470,8 +470,8 @@ def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
 # --- measuring ----------------------------------------------------------------
 
 
-def measure(agent: str, env_spec: str) -> List[Dict[str, Any]]:
-  runs = []
+def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
+  """Appends a run per number of actors and learner setting to `runs`."""
   for num_actors in [int(a) for a in agent_throughput._NUM_ACTORS.value]:
     loops = agent_throughput.measure_raw_loops(
         env_spec, num_actors, agent_throughput._ENVS_PER_ACTOR.value,
@@ -504,7 +504,9 @@ def measure(agent: str, env_spec: str) -> List[Dict[str, Any]]:
           result[key] = '\n'.join(lines[:300])
       print('   ' + summary_line(result), flush=True)
       runs.append(result)
-  return runs
+      if agent_throughput._OUT.value:  # After every run: a timeout keeps them.
+        with open(agent_throughput._OUT.value, 'w') as f:
+          json.dump(runs, f, indent=1)
 
 
 def per_step(run: Dict[str, Any]) -> Dict[str, float]:
@@ -693,11 +695,8 @@ def main(argv: List[str]) -> None:
     return
   runs = []
   for env_spec in agent_throughput._ENVS.value:
-    runs.extend(measure(_AGENT.value, env_spec))
+    measure(_AGENT.value, env_spec, runs)
   print(breakdown_report(runs))
-  if agent_throughput._OUT.value:
-    with open(agent_throughput._OUT.value, 'w') as f:
-      json.dump(runs, f, indent=1)
 
 
 if __name__ == '__main__':
