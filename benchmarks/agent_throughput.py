@@ -146,6 +146,7 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
       agent=agent, env=env_spec, num_actors=num_actors,
       envs_per_actor=num_envs, max_actor_steps=10**12, eval_episodes=1,
       eval_every_steps=0,  # No periodic evaluator: acting only.
+      stop_at_return=None,  # Never stops on a solved environment.
       logdir=logdir, launch_type='local_mp', progress_every_seconds=30.0)
   program = module.make_program(config, experiment)
   launched = launch.launch(program, launch_type='local_mp', block=False,
