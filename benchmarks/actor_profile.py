@@ -96,6 +96,15 @@ def _cpu_seconds(pid: int) -> Optional[float]:
   return times.user + times.system
 
 
+def _tid_cpu(pid: int) -> Dict[str, float]:
+  """CPU seconds of each thread of a process, by thread id."""
+  try:
+    return {str(t.id): t.user_time + t.system_time
+            for t in psutil.Process(pid).threads()}
+  except psutil.Error:
+    return {}
+
+
 def _thread_cpu(pid: int) -> Dict[str, float]:
   """CPU seconds of a process's threads, summed by thread name (the main
   thread is 'main')."""
@@ -157,12 +166,14 @@ class CpuProbe:
     self._start = self._snapshot()
     self._actor_pid = self._pids.get('actor/0', (None, None))[1]
     self._threads0 = _thread_cpu(self._actor_pid) if self._actor_pid else {}
+    self._tids0 = _tid_cpu(self._actor_pid) if self._actor_pid else {}
     self._t0 = time.monotonic()
 
   def stop(self, launched) -> Dict[str, Any]:
     del launched
     end = self._snapshot()
     threads = _thread_cpu(self._actor_pid) if self._actor_pid else {}
+    tids = _tid_cpu(self._actor_pid) if self._actor_pid else {}
     dt = time.monotonic() - self._t0
     actor0_threads = {k: v - self._threads0.get(k, 0.0)
                       for k, v in threads.items()}
@@ -184,6 +195,9 @@ class CpuProbe:
             'actor_cpu_seconds': actors,
             'actor0_thread_cpu_seconds': {
                 k: v for k, v in actor0_threads.items() if v > 0},
+            'actor0_tid_cpu_seconds': {
+                k: v - self._tids0.get(k, 0.0) for k, v in tids.items()
+                if v - self._tids0.get(k, 0.0) > 0},
             'cores': psutil.cpu_count(),
             'loadavg': open('/proc/loadavg').read().split()[:3]}
 
@@ -260,8 +274,18 @@ def _category_below(frames, i) -> str:
   return 'actor loop'
 
 
+def loop_thread(raw: str) -> Optional[str]:
+  """The id of the thread that runs `BatchedActor._act` (py-spy raw)."""
+  for line in raw.splitlines():
+    if 'BatchedActor._act (' in line:
+      m = re.match(r'thread \((?:0x)?(\w+)\)', line)
+      if m:
+        return m.group(1)
+  return None
+
+
 def classify_actor(raw: str) -> Dict[str, int]:
-  """Samples of an actor's main thread by category (py-spy raw format)."""
+  """Samples of an actor's loop thread by category (py-spy raw format)."""
   counts = collections.Counter()
   for line in raw.splitlines():
     stack, _, n = line.rpartition(' ')
@@ -608,9 +632,10 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
 def breakdown_report(runs: List[Dict[str, Any]]) -> str:
   """Per batched step of actor 0: wall, its Python threads' CPU, and that
   CPU split by the py-spy samples of its loop; then CPU per env step."""
-  lines = ['| run | actor wall us / batched step | actor Python CPU us / '
-           'batched step | its loop by part (us per batched step, from '
-           'py-spy samples) |', '|---|---|---|---|']
+  lines = ['| run | actor wall us / batched step | loop thread CPU us / '
+           'batched step (all Python threads if unknown) | the loop by part '
+           '(us per batched step, from py-spy samples) |',
+           '|---|---|---|---|']
   for run in runs:
     samples = run.get('samples_actor')
     name = (f"{run['agent']}{'' if run['train'] else '_nolearn'} "
@@ -622,7 +647,11 @@ def breakdown_report(runs: List[Dict[str, Any]]) -> str:
     threads = run.get('actor0_thread_cpu_seconds', {})
     python_cpu = sum(v for k, v in threads.items()
                      if k.startswith('ray::NodeActor') or k == 'main')
+    tid = loop_thread(run.get('pyspy_actor', ''))
+    loop_cpu = run.get('actor0_tid_cpu_seconds', {}).get(tid)
     cpu_us = 1e6 * python_cpu / batched_steps
+    if loop_cpu is not None:  # The loop's own thread, when known.
+      cpu_us = 1e6 * loop_cpu / batched_steps
     if samples:
       total = sum(samples.values())
       parts = ', '.join(
