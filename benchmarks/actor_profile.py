@@ -26,16 +26,18 @@ program in `local_mp`, and within the program's measurement window reads:
   and, for SEED, of the learner's process (the inference server's CPU by
   part).
 
-The model (`--model`) is two bounds on the program's env steps/s on C cores
-with A actors:
+The model (`--model`) is three bounds on the program's env steps/s on C
+cores with A actors:
 
-  X = min(A / (u_a + w), C / (u_a + u_s))
+  X = min(A / (u_a + w), C / (u_a + u_s), 1 / u_g)
 
 u_a: an actor's CPU seconds per env step (the parallel part); u_s: the CPU
 seconds of every other process of the program per env step (Reverb,
 learner or inference server, counter, monitor, Ray: the shared part); w: an
 actor's time per env step off its CPU that is not contention (the inference
-round trip of SEED), all fitted from the 1- and 2-actor runs. The raw
+round trip of SEED); u_g (SEED only): the CPU per env step of the learner's
+process, whose inference servers and learner share one GIL, so it serves
+at most one core's worth; all fitted from the 1- and 2-actor runs. The raw
 ceiling is min(A, C) / r, r the raw loop's CPU seconds per env step. The
 model is validated by predicting the measured 4-actor runs (with the cores
 other users left free in that run) before extrapolating to 4, 8 and 16
@@ -554,11 +556,13 @@ _SHARED_EXCLUDE = ('actor', 'others')
 
 def fit(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   """u_a, u_s, w (seconds per env step) and r from the given runs."""
-  u_a, u_s, w, r = [], [], [], []
+  u_a, u_s, w, r, u_g = [], [], [], [], []
   for run in runs:
     x = run['actor_steps_per_second']
     steps = x * run['cpu_window_seconds']
     cpu = run['cpu_seconds']
+    if run['agent'] == 'seed':  # Learner + inference servers: one GIL.
+      u_g.append(cpu.get('learner', 0.0) / steps)
     u_a.append(cpu.get('actor', 0.0) / steps)
     u_s.append(sum(v for k, v in cpu.items() if k not in _SHARED_EXCLUDE) /
                steps)
@@ -567,7 +571,8 @@ def fit(runs: List[Dict[str, Any]]) -> Dict[str, float]:
       w.append(max(1.0 / x - u_a[-1], 0.0))
     r.extend(cpu_per_step for _, cpu_per_step in run['raw_loops'])
   mean = lambda v: sum(v) / len(v) if v else 0.0
-  return {'u_a': mean(u_a), 'u_s': mean(u_s), 'w': mean(w), 'r': mean(r)}
+  return {'u_a': mean(u_a), 'u_s': mean(u_s), 'w': mean(w), 'r': mean(r),
+          'u_g': mean(u_g)}
 
 
 def predict(params: Dict[str, float], cores: float, num_actors: int
@@ -575,6 +580,8 @@ def predict(params: Dict[str, float], cores: float, num_actors: int
   """(program env steps/s, raw ceiling env steps/s) on `cores` cores."""
   program = min(num_actors / (params['u_a'] + params['w']),
                 cores / (params['u_a'] + params['u_s']))
+  if params.get('u_g'):  # A process whose Python serves every step.
+    program = min(program, 1.0 / params['u_g'])
   ceiling = min(num_actors, cores) / params['r']
   return program, ceiling
 
@@ -597,7 +604,8 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
     lines.append(f'\n{name}: fitted on the 1- and 2-actor runs: '
                  f"u_a {params['u_a'] * 1e6:.2f} us, u_s "
                  f"{params['u_s'] * 1e6:.2f} us, w {params['w'] * 1e6:.2f} us"
-                 f", r {params['r'] * 1e6:.2f} us per env step")
+                 f", r {params['r'] * 1e6:.2f} us, u_g "
+                 f"{params['u_g'] * 1e6:.2f} us per env step")
     lines.append('| actors | free cores (measured) | measured | predicted | '
                  'measured ceiling | predicted ceiling |')
     lines.append('|---|---|---|---|---|---|')
@@ -613,7 +621,8 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
                  f"{all_params['u_a'] * 1e6:.2f}, u_s "
                  f"{all_params['u_s'] * 1e6:.2f}, w "
                  f"{all_params['w'] * 1e6:.2f}, r "
-                 f"{all_params['r'] * 1e6:.2f} us per env step; predicted "
+                 f"{all_params['r'] * 1e6:.2f}, u_g "
+                 f"{all_params['u_g'] * 1e6:.2f} us per env step; predicted "
                  'fraction of the raw ceiling:')
     cores_list = [int(c) for c in _CORES.value]
     lines.append('| actors | ' + ' | '.join(f'{c} cores' for c in cores_list)
