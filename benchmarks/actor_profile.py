@@ -390,7 +390,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
                                      for k, v in results[name].items()),
           flush=True)
 
-  for variant in ('raw', 'actor_no_adder', 'actor', 'actor_background'):
+  for variant in ('raw', 'actor_no_adder', 'actor'):
     env = environments.make_batched(env_spec, num_envs, seed=0, kind=kind)
     policy = networks.Policy(config, env.observation_spec(),
                              env.action_spec(), seed=0)
@@ -407,7 +407,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
       env.close()
       continue
     adder = None
-    if variant in ('actor', 'actor_background'):
+    if variant == 'actor':
       adder = adders.UnrollAdder(
           client, tables.TABLE, unroll_length=config.unroll_length,
           num_envs=num_envs, actor_id=0,
@@ -415,8 +415,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
               spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((networks.num_actions(
               spec.actions),), np.float32)},
-          core_state_spec=networks.state_spec(config),
-          write_in_background=variant == 'actor_background')
+          core_state_spec=networks.state_spec(config))
     actor = actors.BatchedActor(env, policy, adder,
                                 report_every=config.unroll_length)
     timed(variant, lambda actor=actor: actor.run(num_steps=100), 100)

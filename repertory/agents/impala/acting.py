@@ -69,8 +69,7 @@ class ImpalaActor(BatchedActor):
         environment_spec=adders.EnvironmentSpec(
             observation_spec, action_spec, None, None),
         extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-        core_state_spec=networks_lib.state_spec(config),
-        write_in_background=True)
+        core_state_spec=networks_lib.state_spec(config))
     super().__init__(environment, policy, adder, counter, monitor,
                      report_every=config.unroll_length,
                      variable_client=client,

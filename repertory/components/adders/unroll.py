@@ -27,10 +27,7 @@ transition unless `step_type[t+1] == FIRST` (an auto-reset boundary: the
 learner must mask it out, e.g. `mask = step_type[1:] != 0`).
 """
 
-import queue
-import threading
 from typing import Any, List, NamedTuple, Optional
-import weakref
 
 import dm_env
 import numpy as np
@@ -115,23 +112,6 @@ def _as_flat(nest) -> List[Any]:
   return tree.flatten(nest)
 
 
-def _write_loop(adder_ref, jobs: queue.Queue) -> None:
-  """The writing thread of an `UnrollAdder(write_in_background=True)`."""
-  while True:
-    job = jobs.get()
-    try:
-      adder = adder_ref()
-      if job is None or adder is None:
-        return
-      if adder._error is None:  # pylint: disable=protected-access
-        adder._insert_unroll(*job)  # pylint: disable=protected-access
-    except Exception as e:  # pylint: disable=broad-except
-      adder._error = e  # pylint: disable=protected-access
-    finally:
-      del adder
-      jobs.task_done()
-
-
 class UnrollAdder(base.ReverbAdder):
   """Writes overlapping [T + 1] unrolls of N batched environments.
 
@@ -161,8 +141,7 @@ class UnrollAdder(base.ReverbAdder):
                core_state_spec=None,
                priority_fn: Optional[base.PriorityFn] = None,
                max_in_flight_items: Optional[int] = None,
-               flush_timeout_s: float = 30.0,
-               write_in_background: bool = False):
+               flush_timeout_s: float = 30.0):
     """Creates the adder.
 
     Args:
@@ -179,14 +158,6 @@ class UnrollAdder(base.ReverbAdder):
       priority_fn: see `ReverbAdder`.
       max_in_flight_items: pending items before `add` blocks (default N).
       flush_timeout_s: see `ReverbAdder`.
-      write_in_background: hand each finished unroll (a copy of the
-        buffers) to a thread of this adder that appends, inserts and
-        flushes it, so that the actor steps its environments meanwhile
-        (Reverb's writer releases the GIL). The items and their order are
-        the same; `add` blocks while the previous unroll is still being
-        written (back-pressure as before, one unroll later); `flush`,
-        `reset` and `close` wait for the thread first; a write error is
-        raised by the next call. Ignored with a `priority_fn`.
     """
     if unroll_length < 1:
       raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
@@ -219,10 +190,6 @@ class UnrollAdder(base.ReverbAdder):
                               base.REWARD_DTYPE)
     self._step_type = np.zeros(self._shape, base.STEP_TYPE_DTYPE)
     self._flat_sources = None  # `_step_sources()`, flattened.
-    self._background = write_in_background and priority_fn is None
-    self._jobs = None          # queue.Queue of copied unrolls (background).
-    self._thread = None
-    self._error = None         # An exception raised by the writing thread.
 
   # --- buffers --------------------------------------------------------------
 
@@ -343,79 +310,14 @@ class UnrollAdder(base.ReverbAdder):
     """Appends and inserts one [T + 1] unroll per environment."""
     if self._priority_fn is not None:
       self._write_nested()
-      self._flush(self._max_in_flight_items)
     else:
       if self._flat_sources is None:
         self._flat_sources = tree.flatten(self._step_sources())
-      if self._background:
-        self._write_in_background()
-      else:
-        self._insert_unroll(self._flat_sources, self._version0)
-    self._shift()
-
-  def _insert_unroll(self, sources, version0) -> None:
-    """Appends and inserts the unroll of each environment, then bounds the
-    items in flight."""
-    actor_id = self._actor_id
-    for i in range(self._N):
-      self._insert_step([
-          version0 if source is _POLICY_VERSION else
-          actor_id if source is _ACTOR_ID else source[i]
-          for source in sources])
+      for i in range(self._N):
+        self._insert_step([self._field(source, i)
+                           for source in self._flat_sources])
     self._flush(self._max_in_flight_items)
-
-  # --- background writes ----------------------------------------------------
-
-  def _write_in_background(self) -> None:
-    """Hands a copy of the finished unroll to the writing thread."""
-    self._raise_background_error()
-    if self._thread is None:
-      self._jobs = queue.Queue(maxsize=1)
-      # The thread holds a weak reference: an adder dropped without close()
-      # ends its thread.
-      self._thread = threading.Thread(
-          target=_write_loop, args=(weakref.ref(self), self._jobs),
-          daemon=True, name='unroll_adder_writer')
-      self._thread.start()
-      weakref.finalize(self, self._jobs.put, None)
-    sources = [s if s is _POLICY_VERSION or s is _ACTOR_ID else s.copy()
-               for s in self._flat_sources]
-    self._jobs.put((sources, self._version0))
-
-  def _wait_for_writes(self) -> None:
-    """Waits until the writing thread wrote every unroll handed to it,
-    then raises its error, if any."""
-    if self._jobs is not None:
-      self._jobs.join()
-    self._raise_background_error()
-
-  def _raise_background_error(self) -> None:
-    error, self._error = self._error, None
-    if error is not None:
-      raise error
-
-  def flush(self) -> None:
-    self._wait_for_writes()
-    super().flush()
-
-  def reset(self, timeout_ms: Optional[int] = None) -> None:
-    self._wait_for_writes()
-    super().reset(timeout_ms)
-
-  def close(self) -> None:
-    """Waits for the writing thread, ends it, flushes and closes."""
-    try:
-      if self._jobs is not None:
-        self._wait_for_writes()
-    finally:
-      if self._jobs is not None:
-        self._jobs.put(None)
-        self._thread.join()
-        self._jobs = self._thread = None
-      super().close()
-
-  def _shift(self) -> None:
-    """The last step of this unroll becomes the first of the next."""
+    # The last step of this unroll is the first step of the next one.
     T = self._T
     self._reward[:, 0] = self._reward[:, T]
     self._discount[:, 0] = self._discount[:, T]

@@ -29,16 +29,14 @@ def timestep(k):
                  [k, 10 + k])
 
 
-@pytest.mark.parametrize('background', [False, True])
 def test_unrolls_overlap_and_cross_episode_boundaries(make_client, read_all,
-                                                      env_spec, background):
+                                                      env_spec):
   sig = adders.UnrollAdder.signature(
       env_spec, T, extras_spec={'logits': specs.Array((2,), np.float32)},
       core_state_spec=specs.Array((), np.float32))
   client = make_client({'queue': sig})
   adder = adders.UnrollAdder(client, 'queue', T, N, actor_id=4,
-                             environment_spec=env_spec,
-                             write_in_background=background)
+                             environment_spec=env_spec)
   adder.add_first(timestep(0))
   for k in range(1, 7):
     adder.set_policy_version(k)
@@ -146,39 +144,3 @@ def test_a_priority_fn_sees_each_item_as_a_nest_and_items_are_the_same(
       np.testing.assert_array_equal(a[key], b[key])
   np.testing.assert_array_equal(seen[1]['observation'], 10 + np.arange(T + 1))
   assert seen[3]['policy_version'] == 4
-
-
-def test_background_writes_keep_the_items_and_raise_errors_on_the_next_call(
-    make_client, read_all, env_spec):
-  """The writing thread writes what the synchronous path writes (buffers
-  reused for the next unroll do not leak into the last one), and a write it
-  could not make fails the actor's next call."""
-  sig = adders.UnrollAdder.signature(env_spec, T)
-  client = make_client({'sync': sig, 'background': sig})
-  written = {}
-  for table in ('sync', 'background'):
-    adder = adders.UnrollAdder(client, table, T, N, actor_id=2,
-                               environment_spec=env_spec,
-                               write_in_background=table == 'background')
-    adder.add_first(timestep(0))
-    for k in range(1, 7):
-      adder.set_policy_version(k)
-      adder.add(np.array([k, 10 + k]) - 1, timestep(k))
-    adder.close()
-    written[table] = read_all(client, table)
-  assert len(written['sync']) == len(written['background']) == 4
-  for a, b in zip(written['sync'], written['background']):
-    for key in a:
-      np.testing.assert_array_equal(a[key], b[key])
-
-  # A table whose signature the items do not match: the thread's error
-  # reaches the actor at its next add() that writes, or at flush().
-  wrong = adders.UnrollAdder.signature(env_spec, T + 1)
-  client = make_client({'wrong': wrong})
-  adder = adders.UnrollAdder(client, 'wrong', T, N, environment_spec=env_spec,
-                             write_in_background=True)
-  adder.add_first(timestep(0))
-  for k in range(1, 4):
-    adder.add(np.array([k, 10 + k]) - 1, timestep(k))
-  with pytest.raises(ValueError, match='could not create an item'):
-    adder.flush()
