@@ -8,10 +8,17 @@ fraction of the raw ceiling on more cores, fitted from measurements.
       --out=/tmp/seed.json
   # the model from the JSON files, validated and extrapolated
   python benchmarks/actor_profile.py --model=/tmp/impala.json,/tmp/seed.json
+  # IMPALA's acting path piece by piece in one process (no Ray)
+  python benchmarks/actor_profile.py --inprocess --envs=catch --seconds=6
+
+A full run (learner off and on, 1, 2 and 4 actors) takes several minutes;
+`--train=0` and `--train=1` split it.
 
 For each number of actors A (and learner off / on) it runs, like
-`agent_throughput.py`, A raw-loop processes (the ceiling) and the agent's
-program in `local_mp`, and within the program's measurement window reads:
+`agent_throughput.py`, A raw-loop processes (the ceiling), the same raw
+loop as A nodes of a `local_mp` program (what Ray's worker processes cost
+the loop itself; `--noraw_in_ray` skips it) and the agent's program in
+`local_mp`, and within the program's measurement window reads:
 
 * the CPU seconds (`/proc/<pid>/stat`, user + system, all threads) of every
   node process (grouped by the node's group label: actor, replay, learner,

@@ -18,10 +18,12 @@ on the same machine:
   inference calls);
 * `impala` / `seed`: the same with learning on.
 
-Program rates are steady-state: actor steps counted by the program's
-`Counter` over `--seconds` after a warm-up, read from the launcher. The
-table printed at the end (and written to `--out` as JSON) gives steps/s and
-the ratio to the ceiling.
+The programs run without the periodic evaluator and never stop on a solved
+environment (`eval_every_steps=0`, `stop_at_return=None`): the figure is
+acting alone. Program rates are steady-state: actor steps counted by the
+program's `Counter` over `--seconds` after a warm-up, read from the
+launcher. The table printed at the end (and written to `--out` as JSON)
+gives steps/s and the ratio to the ceiling.
 """
 
 import functools
