@@ -70,7 +70,9 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import agent_throughput  # pylint: disable=g-import-not-at-top,wrong-import-position
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import agent_throughput
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _AGENT = flags.DEFINE_enum('agent', 'impala', ['impala', 'seed'],
                            'Agent to measure.')
@@ -504,25 +506,24 @@ def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
 
 def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
   """Appends a run per number of actors and learner setting to `runs`."""
+  num_envs = agent_throughput._ENVS_PER_ACTOR.value
+  seconds = agent_throughput._SECONDS.value
   for num_actors in [int(a) for a in agent_throughput._NUM_ACTORS.value]:
-    loops = agent_throughput.measure_raw_loops(
-        env_spec, num_actors, agent_throughput._ENVS_PER_ACTOR.value,
-        agent_throughput._SECONDS.value)
+    loops = agent_throughput.measure_raw_loops(env_spec, num_actors,
+                                               num_envs, seconds)
     in_ray = []
     if _RAW_IN_RAY.value:
-      in_ray = measure_raw_in_ray(env_spec, num_actors,
-                                  agent_throughput._ENVS_PER_ACTOR.value,
-                                  agent_throughput._SECONDS.value)
+      in_ray = measure_raw_in_ray(env_spec, num_actors, num_envs, seconds)
       print(f'   raw loop in Ray workers: {in_ray}', flush=True)
     for train in [bool(int(t)) for t in _TRAIN.value]:
       print(f'== {agent} {env_spec} actors={num_actors} train={train}',
             flush=True)
       probe = CpuProbe(agent, _PROFILE_SECONDS.value, _PYSPY.value)
       result = agent_throughput.measure_program(
-          agent, env_spec, num_actors, agent_throughput._ENVS_PER_ACTOR.value, train,
-          agent_throughput._SECONDS.value, agent_throughput._WARMUP.value, probe=probe)
+          agent, env_spec, num_actors, num_envs, train, seconds,
+          agent_throughput._WARMUP.value, probe=probe)
       result.update(agent=agent, env=env_spec, num_actors=num_actors,
-                    train=train, envs_per_actor=agent_throughput._ENVS_PER_ACTOR.value,
+                    train=train, envs_per_actor=num_envs,
                     raw_loops=loops, raw_loops_in_ray=in_ray,
                     ceiling=sum(rate for rate, _ in loops))
       for key in ('pyspy_actor', 'pyspy_server'):
@@ -551,7 +552,8 @@ def summary_line(run: Dict[str, Any]) -> str:
   x = run['actor_steps_per_second']
   us = per_step(run)
   parts = ', '.join(f'{k} {v:.1f}' for k, v in sorted(us.items()))
-  return (f'{x:,.0f} steps/s ({x / run["ceiling"]:.2f} of {run["ceiling"]:,.0f})'
+  ceiling = run['ceiling']
+  return (f'{x:,.0f} steps/s ({x / ceiling:.2f} of {ceiling:,.0f})'
           f'; CPU us/step: {parts}')
 
 
@@ -731,7 +733,8 @@ def main(argv: List[str]) -> None:
     out = {}
     for env_spec in agent_throughput._ENVS.value:
       print(f'== in one process: {env_spec}', flush=True)
-      out[env_spec] = inprocess(env_spec, agent_throughput._ENVS_PER_ACTOR.value,
+      out[env_spec] = inprocess(env_spec,
+                                agent_throughput._ENVS_PER_ACTOR.value,
                                 agent_throughput._SECONDS.value)
     if agent_throughput._OUT.value:
       with open(agent_throughput._OUT.value, 'w') as f:
