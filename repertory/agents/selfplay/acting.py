@@ -79,13 +79,18 @@ class _Seat:
 
 class SelfPlayActor(core.Worker):
   """Plays `num_games` games side by side until the program stops (one
-  policy call per distinct policy and step over all of them)."""
+  policy call per distinct policy and step over all of them).
+
+  `role` is the learner it plays for ('main', or an exploiter 'exploiter0',
+  ...: then `learner` is that exploiter's learner, its trajectories go to
+  its own queue and its games to `games/exploiter0_actor_<i>.csv`).
+  """
 
   def __init__(self, config: config_lib.Config, env: Any, num_games: int,
                max_player_steps: int, actor_id: int, seed: int, learner: Any,
                league: Any,
                replay: Any, counter: Any = None, monitor: Any = None,
-               logdir: Optional[str] = None, role: str = 'main',
+               logdir: Optional[str] = None, role: str = config_lib.MAIN,
                server: Any = None):
     self._config, self._league, self._role = config, league, role
     self._server = server  # SEED-style: the inference server plays.
@@ -101,7 +106,7 @@ class SelfPlayActor(core.Worker):
     self._n = self._games[0].num_players
     length = max_player_steps + 1
     self._seats = [[_Seat(adders.SequenceAdder(
-        replay, config_lib.TABLE, length, period=length,
+        replay, config_lib.table_name(role), length, period=length,
         end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
         actor_id=actor_id)) for _ in range(self._n)] for _ in self._games]
     self._client = None if server is not None else variables.VariableClient(
@@ -119,7 +124,8 @@ class SelfPlayActor(core.Worker):
     self._log = None
     if logdir:
       os.makedirs(os.path.join(logdir, 'games'), exist_ok=True)
-      path = os.path.join(logdir, 'games', f'actor_{actor_id}.csv')
+      prefix = '' if role == config_lib.MAIN else f'{role}_'
+      path = os.path.join(logdir, 'games', f'{prefix}actor_{actor_id}.csv')
       new = not os.path.exists(path)
       self._log = open(path, 'a', buffering=1 << 16)  # pylint: disable=consider-using-with
       if new:

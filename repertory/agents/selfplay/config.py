@@ -1,13 +1,15 @@
 """Self-play hyperparameters. Imports neither TensorFlow nor Reverb."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
 POLICY_LOSSES = ('neurd', 'a2c', 'mmd', 'vtrace', 'ppo')
 # Where actors' policies run: in the actor (IMPALA) or on an inference
 # server that also plays the opponents' snapshots (SEED).
 INFERENCE = ('local', 'server')
+# What an exploiter restarts from when its generation ends.
+EXPLOITER_RESETS = ('initial', 'main')
 
 
 @dataclasses.dataclass
@@ -75,6 +77,22 @@ class Config:
     min_games: games before the margin rule applies.
     max_snapshots: pool size; the oldest leave beyond it (the first stays).
     elo_k: Elo's k.
+    num_exploiters: main exploiters (AlphaStar) beside the main agent, each
+      with its own learner, queue and actors: an exploiter plays only the
+      main agent's newest snapshot; its snapshots join the pool (role
+      'exploiter'), where the main agent's matchmaking meets them like any
+      other. 0: none. Needs a matchmaking rule that samples the pool (not
+      'latest').
+    exploiter_actors: actors per exploiter (None: `--num_actors`).
+    exploiter_win_rate: an exploiter's generation ends (snapshot, then
+      reset) once its mean score against main since its last reset reaches
+      this, after `min_games` games (AlphaStar: 0.7).
+    exploiter_reset_steps: ...or after this many of its learner steps
+      (None: by win rate only).
+    exploiter_reset: what an exploiter restarts from: 'initial' (the
+      initial weights, as AlphaStar restarts its exploiters from the common
+      starting point, there the supervised agent) or 'main' (the main
+      agent's newest snapshot).
     report_every_games: actors send finished games to the league in batches
       of this many (per-game results, one call).
     max_queue_size: trajectories the Reverb queue holds before actors block.
@@ -110,6 +128,11 @@ class Config:
   min_games: int = 200
   max_snapshots: int = 1000
   elo_k: float = 16.0
+  num_exploiters: int = 0
+  exploiter_actors: Optional[int] = None
+  exploiter_win_rate: float = 0.7
+  exploiter_reset_steps: Optional[int] = 1000
+  exploiter_reset: str = 'initial'
   report_every_games: int = 64
   max_queue_size: int = 512
   checkpoint_every_steps: int = 500
@@ -157,8 +180,41 @@ class Config:
     if self.snapshot_every_steps is None and self.snapshot_win_rate is None:
       raise ValueError('Config: set snapshot_every_steps or '
                        'snapshot_win_rate (or both), or the pool never grows.')
+    if self.num_exploiters < 0:
+      raise ValueError(f'Config.num_exploiters must be >= 0, got '
+                       f'{self.num_exploiters}.')
+    if self.num_exploiters and self.matchmaking == 'latest':
+      raise ValueError(
+          "Config: matchmaking='latest' plays the main agent against itself "
+          f'only, so its num_exploiters={self.num_exploiters} exploiters would '
+          'never be met; choose one of uniform, pfsp, pfsp_variance.')
+    if self.exploiter_actors is not None and self.exploiter_actors < 1:
+      raise ValueError(f'Config.exploiter_actors must be >= 1 or None, got '
+                       f'{self.exploiter_actors}.')
+    if not 0 < self.exploiter_win_rate <= 1:
+      raise ValueError(f'Config.exploiter_win_rate must be in (0, 1], got '
+                       f'{self.exploiter_win_rate}.')
+    if self.exploiter_reset_steps is not None and self.exploiter_reset_steps < 1:
+      raise ValueError(f'Config.exploiter_reset_steps must be >= 1 or None, '
+                       f'got {self.exploiter_reset_steps}.')
+    if self.exploiter_reset not in EXPLOITER_RESETS:
+      raise ValueError(f'Config.exploiter_reset={self.exploiter_reset!r}; '
+                       f'choose one of {", ".join(EXPLOITER_RESETS)}.')
     self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
 
 
 TABLE = 'trajectories'  # The Reverb queue of per-player trajectories.
 POLICY = 'policy'       # The learner's variable group.
+MAIN = 'main'           # The main agent's learner name in the league.
+
+
+def table_name(learner: str) -> str:
+  """The queue of `learner`'s trajectories: TABLE for the main agent,
+  'trajectories_exploiter0' for exploiter 0."""
+  return TABLE if learner == MAIN else f'{TABLE}_{learner}'
+
+
+def exploiter_names(config: Config) -> List[str]:
+  """The exploiters' learner names: 'exploiter0', 'exploiter1', ..."""
+  from repertory.components import league  # pylint: disable=g-import-not-at-top
+  return [league.exploiter_name(k) for k in range(config.num_exploiters)]

@@ -269,8 +269,8 @@ class League:
     with self._lock:
       last = self._last_snapshot.get(learner)
       if exploiter:
-        if last is None:  # Its first generation starts now.
-          self._last_snapshot[learner] = {'step': int(step), 'games': 0,
+        if last is None:  # Its first generation, from its step 0.
+          self._last_snapshot[learner] = {'step': 0, 'games': 0,
                                           'points': 0.0}
           return None
         due = (self._exploiter_steps is not None and
