@@ -49,14 +49,20 @@ class Config:
       every opponent snapshot, SEED-style; `--agent=seed
       --selfplay=<rule>`).
     clip_rho_threshold: V-trace's ρ̄ and c̄ ('vtrace').
-    ppo_epochs: passes over each batch ('ppo').
+    ppo_epochs: passes over each round's batch ('ppo': synchronous rounds,
+      as the PPO agent's: every actor writes `batch_size` trajectories with
+      one policy version, the learner trains on exactly that round and
+      publishes the next version, which starts the next round).
     ppo_minibatches: minibatches per pass ('ppo').
     ppo_clip: the ratio clip ε, also the value clip ('ppo').
     gae_lambda: λ of GAE ('ppo').
     neurd_clip: NeuRD pushes no logit beyond ±this.
     exploration: the learning seats play a uniformly random legal action
       with this probability (so the critic learns every action's value).
-    batch_size: per-player trajectories per learner step.
+    batch_size: per-player trajectories per learner step ('ppo': per actor
+      and round).
+    round_timeout_s: 'ppo': how long the learner waits for a round, and an
+      actor for the next version, before failing with what is missing.
     learning_rate: Adam's learning rate.
     learning_rate_decay_steps: None: a constant learning rate; N: learning
       rate / sqrt(1 + t / N) at learner step t (a no-regret learner's average
@@ -112,6 +118,7 @@ class Config:
   neurd_clip: float = 10.0
   exploration: float = 0.1
   batch_size: int = 64
+  round_timeout_s: float = 300.0
   learning_rate: float = 1e-3
   learning_rate_decay_steps: Optional[int] = None
   magnet_strength: float = 0.1
@@ -180,6 +187,14 @@ class Config:
     if self.snapshot_every_steps is None and self.snapshot_win_rate is None:
       raise ValueError('Config: set snapshot_every_steps or '
                        'snapshot_win_rate (or both), or the pool never grows.')
+    if self.policy_loss == 'ppo' and self.inference != 'local':
+      raise ValueError(
+          f"Config: policy_loss='ppo' runs synchronous rounds, in which each "
+          f'actor holds the round\'s weights; inference={self.inference!r} '
+          "lets a server pull its own. Use inference='local'.")
+    if not self.round_timeout_s > 0:
+      raise ValueError(f'Config.round_timeout_s must be > 0, got '
+                       f'{self.round_timeout_s}.')
     if self.num_exploiters < 0:
       raise ValueError(f'Config.num_exploiters must be >= 0, got '
                        f'{self.num_exploiters}.')

@@ -10,6 +10,11 @@ Every step publishes the weights; the league is offered a snapshot every
 min(snapshot_every_steps, 50) steps (`league.maybe_add` adds one on its
 schedule or margin).
 
+With `policy_loss='ppo'` a learner step is one synchronous round
+(`components.rounds`): it waits for exactly `batch_size` trajectories of
+its current version from each of its `num_actors` actors, runs PPO's epochs
+on them and publishes the next version, for which the actors wait.
+
 The same learner trains a main exploiter (`learner='exploiter0'`, ...) on
 its own queue: when the league says its generation is over (it froze a
 snapshot of it), the learner resets its network to the initial weights (or
@@ -35,6 +40,7 @@ from repertory.components import loggers
 from repertory.components import model_store
 from repertory.components import networks
 from repertory.components import replay as replay_lib
+from repertory.components import rounds
 from repertory.components import variables
 
 
@@ -43,7 +49,7 @@ class SelfPlayLearner(core.Learner):
 
   def __init__(self, config: config_lib.Config, spec: Any, replay: Any,
                counter: Any, league: Any, logdir: Optional[str] = None,
-               role: str = config_lib.MAIN):
+               role: str = config_lib.MAIN, num_actors: int = 1):
     self._config, self._counter, self._league = config, counter, league
     self._role = role  # The learner's name in the league.
     self._table = config_lib.table_name(role)
@@ -77,6 +83,12 @@ class SelfPlayLearner(core.Learner):
         self._steps = restored.step
     self._replay = replay
     self._iterator = None
+    self._rounds = None  # 'ppo': one learner step per synchronous round.
+    if config.policy_loss == 'ppo':
+      self._rounds = rounds.RoundCollector(
+          replay, self._table, num_actors, config.batch_size,
+          config.round_timeout_s, time_major=False,
+          name=f'Self-play PPO ({role})')
     self._logger = loggers.make_logger(
         'learner', os.path.join(logdir, 'learner') if logdir else None,
         steps_key='learner/steps')  # TensorBoard keyed by learner steps.
@@ -129,7 +141,19 @@ class SelfPlayLearner(core.Learner):
                                        loss.total)
     return dict(loss._asdict(), gradient_norm=norm, applied=applied)
 
-  def step(self) -> None:
+  def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
+    """Waits up to `timeout_s` for `version`; returns the version served."""
+    try:
+      return self._store.wait_for_version(version, timeout_s)
+    except TimeoutError:
+      return self._store.version
+
+  def _next_batch(self):
+    """The next batch (`[B, L, ...]`), or None once the program stops."""
+    if self._rounds is not None:  # Exactly the round of this version.
+      stop = launch.stop_event() if launch.get_launch_type() else None
+      return self._rounds.collect(
+          self.version, lambda: stop is not None and stop.is_set())
     if self._iterator is None:
       dataset = replay_lib.make_dataset(
           self._replay, self._table, self._config.batch_size,
@@ -137,14 +161,19 @@ class SelfPlayLearner(core.Learner):
           max_in_flight_samples_per_worker=self._config.batch_size)
       self._iterator = replay_lib.StarvationLoggingIterator(
           iter(dataset), self._replay, self._table)
-    sample = next(self._iterator)
-    lag = replay_lib.policy_lag(sample.data['policy_version'], self.version)
+    return next(self._iterator).data
+
+  def step(self) -> None:
+    data = self._next_batch()
+    if data is None:
+      return
+    lag = replay_lib.policy_lag(data['policy_version'], self.version)
     self._set_learning_rate()
-    metrics = self._sgd(sample.data)
+    metrics = self._sgd(data)
     applied = bool(metrics.pop('applied'))
     if self._guard is not None and self._guard.stopped:
       return
-    if applied:
+    if applied or self._rounds is not None:  # Every round: its next version.
       self._store.publish({config_lib.POLICY: self._weights()})
     self._steps += 1
     c = self._config

@@ -104,7 +104,7 @@ def make_program(config: config_lib.Config,
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.SelfPlayLearner, config, spec, replay, counter, league,
-        experiment.logdir))
+        experiment.logdir, num_actors=experiment.num_actors))
   with program.group('monitor'):
     monitor = program.add_node(launch.CourierNode(
         monitor_lib.RunMonitor, counter=counter,
@@ -164,7 +164,7 @@ def add_exploiters(program: launch.Program, config: config_lib.Config,
       learner = program.add_node(launch.CourierNode(
           learning.SelfPlayLearner, config, spec, replay, counter, league,
           os.path.join(experiment.logdir, name) if experiment.logdir
-          else None, role=name))
+          else None, role=name, num_actors=num_actors))
     with program.group('exploiter_actor'):
       for i in range(num_actors):
         seed = experiment.actor_seed(experiment.num_actors +
