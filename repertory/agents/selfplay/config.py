@@ -198,11 +198,6 @@ class Config:
     if self.num_exploiters < 0:
       raise ValueError(f'Config.num_exploiters must be >= 0, got '
                        f'{self.num_exploiters}.')
-    if self.num_exploiters and self.matchmaking == 'latest':
-      raise ValueError(
-          "Config: matchmaking='latest' plays the main agent against itself "
-          f'only, so its num_exploiters={self.num_exploiters} exploiters would '
-          'never be met; choose one of uniform, pfsp, pfsp_variance.')
     if self.exploiter_actors is not None and self.exploiter_actors < 1:
       raise ValueError(f'Config.exploiter_actors must be >= 1 or None, got '
                        f'{self.exploiter_actors}.')
@@ -221,6 +216,17 @@ class Config:
 TABLE = 'trajectories'  # The Reverb queue of per-player trajectories.
 POLICY = 'policy'       # The learner's variable group.
 MAIN = 'main'           # The main agent's learner name in the league.
+
+
+def check_exploiters(config: Config) -> None:
+  """Refuses exploiters that the main agent would never meet. (Checked when
+  the program is built, not in `__post_init__`: `--config.<field>` flags
+  are applied one at a time, and the default matchmaking is 'latest'.)"""
+  if config.num_exploiters and config.matchmaking == 'latest':
+    raise ValueError(
+        "Config: matchmaking='latest' plays the main agent against itself "
+        f'only, so its num_exploiters={config.num_exploiters} exploiters would '
+        'never be met; choose one of uniform, pfsp, pfsp_variance.')
 
 
 def table_name(learner: str) -> str:

@@ -83,6 +83,7 @@ def make_program(config: config_lib.Config,
                  ) -> launch.Program:
   """replay, counter, league, learner, monitor, [inference], actors,
   [exploiter learners and actors]."""
+  config_lib.check_exploiters(config)
   spec, max_player_steps = game_specs(experiment.env, config)
   program = launch.Program('selfplay')
   with program.group('replay'):
