@@ -174,7 +174,8 @@ class Config:
     if not 0.0 <= self.exploration < 1.0:
       raise ValueError(f'Config.exploration must be in [0, 1), got '
                        f'{self.exploration}.')
-    for name in ('learning_rate_decay_steps', 'magnet_update_steps'):
+    for name in ('learning_rate_decay_steps', 'magnet_update_steps',
+                 'exploiter_actors', 'exploiter_reset_steps'):
       value = getattr(self, name)
       if value is not None and value < 1:
         raise ValueError(f'Config.{name} must be >= 1 or None, got {value}.')
@@ -198,15 +199,9 @@ class Config:
     if self.num_exploiters < 0:
       raise ValueError(f'Config.num_exploiters must be >= 0, got '
                        f'{self.num_exploiters}.')
-    if self.exploiter_actors is not None and self.exploiter_actors < 1:
-      raise ValueError(f'Config.exploiter_actors must be >= 1 or None, got '
-                       f'{self.exploiter_actors}.')
     if not 0 < self.exploiter_win_rate <= 1:
       raise ValueError(f'Config.exploiter_win_rate must be in (0, 1], got '
                        f'{self.exploiter_win_rate}.')
-    if self.exploiter_reset_steps is not None and self.exploiter_reset_steps < 1:
-      raise ValueError(f'Config.exploiter_reset_steps must be >= 1 or None, '
-                       f'got {self.exploiter_reset_steps}.')
     if self.exploiter_reset not in EXPLOITER_RESETS:
       raise ValueError(f'Config.exploiter_reset={self.exploiter_reset!r}; '
                        f'choose one of {", ".join(EXPLOITER_RESETS)}.')
