@@ -10,7 +10,6 @@ the round's.
 The evaluation actor is `components.actor_critic.mlp_policy.EvalActor`.
 """
 
-import time
 from typing import Any, Optional
 
 from absl import logging
@@ -18,6 +17,7 @@ import numpy as np
 
 from repertory.agents.ppo import config as config_lib
 from repertory.components import adders
+from repertory.components import rounds
 from repertory.components.actor_critic import rollout_actor
 
 # The queue of unrolls between PPO actors and learner.
@@ -89,23 +89,10 @@ class PPOActor(rollout_actor.RolloutActor):
       RuntimeError: if the learner serves another version than asked for
         (the rounds are out of step).
     """
-    if version is not None:
-      start = time.monotonic()
-      while True:
-        served = self._learner.wait_for_version(version, WAIT_SLICE_S)
-        if served >= version:
-          break
-        if stop is not None and stop.is_set():
-          return None
-        waited = time.monotonic() - start
-        if waited >= self._config.round_timeout_s:
-          raise TimeoutError(
-              f'PPO actor {self._actor_id}: waited {waited:.0f}s for the '
-              f'learner to publish version {version}; it still serves '
-              f'{served}. Is the learner stuck waiting for another actor?')
-        logging.log_every_n_seconds(
-            logging.INFO, 'PPO actor %d waiting for version %d (learner at '
-            '%d).', 10, self._actor_id, version, served)
+    if version is not None and rounds.wait_for_version(
+        self._learner, version, stop, self._config.round_timeout_s,
+        f'PPO actor {self._actor_id}', WAIT_SLICE_S) is None:
+      return None
     self._weights.update(wait=True)
     held = self._weights.version
     if version is not None and held != version:

@@ -25,10 +25,10 @@ import tensorflow as tf
 
 from repertory import launch
 from repertory.agents.ppo import config as config_lib
-from repertory.agents.ppo import rounds
 from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
+from repertory.components import rounds
 from repertory.components.actor_critic import mlp_policy
 
 _FIRST = int(dm_env.StepType.FIRST)

@@ -16,6 +16,13 @@ snapshot's id) to the `InferenceServer` in ONE call, which plays the
 learner and every opponent snapshot and returns actions, log-probabilities
 and the versions that chose them.
 
+With `policy_loss='ppo'` the actor plays synchronous rounds (PPO's): it
+waits for the learner's next version, then plays games with exactly those
+weights until `batch_size` learning seats' trajectories are written (the
+last games learn with fewer seats if the round wants fewer), flushes them
+to the queue and waits for the next version; no step of a round is taken
+with another version.
+
 Each learning seat writes ITS OWN trajectory through a `SequenceAdder`
 (zero-padded to `max_player_steps + 1`, one item per game): its
 observations at its own turns, its actions and their log-probabilities, the
@@ -38,6 +45,7 @@ from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import adders
 from repertory.components import league as league_lib
+from repertory.components import rounds
 from repertory.components import variables
 from repertory.components.evaluation import episodes
 from repertory.environments import multiagent
@@ -79,13 +87,18 @@ class _Seat:
 
 class SelfPlayActor(core.Worker):
   """Plays `num_games` games side by side until the program stops (one
-  policy call per distinct policy and step over all of them)."""
+  policy call per distinct policy and step over all of them).
+
+  `role` is the learner it plays for ('main', or an exploiter 'exploiter0',
+  ...: then `learner` is that exploiter's learner, its trajectories go to
+  its own queue and its games to `games/exploiter0_actor_<i>.csv`).
+  """
 
   def __init__(self, config: config_lib.Config, env: Any, num_games: int,
                max_player_steps: int, actor_id: int, seed: int, learner: Any,
                league: Any,
                replay: Any, counter: Any = None, monitor: Any = None,
-               logdir: Optional[str] = None, role: str = 'main',
+               logdir: Optional[str] = None, role: str = config_lib.MAIN,
                server: Any = None):
     self._config, self._league, self._role = config, league, role
     self._server = server  # SEED-style: the inference server plays.
@@ -101,12 +114,18 @@ class SelfPlayActor(core.Worker):
     self._n = self._games[0].num_players
     length = max_player_steps + 1
     self._seats = [[_Seat(adders.SequenceAdder(
-        replay, config_lib.TABLE, length, period=length,
+        replay, config_lib.table_name(role), length, period=length,
         end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
         actor_id=actor_id)) for _ in range(self._n)] for _ in self._games]
     self._client = None if server is not None else variables.VariableClient(
         learner, config_lib.POLICY,
         update_period=config.variable_update_period)
+    self._source = learner
+    # 'ppo': synchronous rounds. The trajectories the round still wants
+    # (None: asynchronous acting) and the version of the last round.
+    self._round_left: Optional[int] = (
+        0 if config.policy_loss == 'ppo' and server is None else None)
+    self._round_version: Optional[int] = None
     self._run_id = np.int64(int.from_bytes(os.urandom(7), 'little'))
     self._learner_version = 0
     self._opponent_cache: 'collections.OrderedDict[str, Any]' = (
@@ -119,7 +138,8 @@ class SelfPlayActor(core.Worker):
     self._log = None
     if logdir:
       os.makedirs(os.path.join(logdir, 'games'), exist_ok=True)
-      path = os.path.join(logdir, 'games', f'actor_{actor_id}.csv')
+      prefix = '' if role == config_lib.MAIN else f'{role}_'
+      path = os.path.join(logdir, 'games', f'{prefix}actor_{actor_id}.csv')
       new = not os.path.exists(path)
       self._log = open(path, 'a', buffering=1 << 16)  # pylint: disable=consider-using-with
       if new:
@@ -155,6 +175,11 @@ class SelfPlayActor(core.Worker):
     return policy
 
   def _start(self, i: int) -> None:
+    """Starts game `i` (in a round: only while the round wants trajectories;
+    else game `i` idles until the next round)."""
+    if self._round_left is not None and self._round_left <= 0:
+      self._timesteps[i] = None
+      return
     opponent = self._next_opponent()
     self._opponents[i] = opponent
     if opponent[1] == league_lib.LIVE_VERSION:  # Itself: every seat learns.
@@ -163,6 +188,11 @@ class SelfPlayActor(core.Worker):
       self._learning[i] = [int(self._rng.integers(self._n))]
       if self._server is None:
         self._opponent_policy(opponent[0])  # Fetched before the game starts.
+    if self._round_left is not None:  # No more seats than the round wants.
+      if len(self._learning[i]) > self._round_left:
+        self._learning[i] = sorted(int(p) for p in self._rng.choice(
+            self._learning[i], self._round_left, replace=False))
+      self._round_left -= len(self._learning[i])
     self._versions[i] = self._learner_version
     self._totals[i] = np.zeros(self._n)
     self._timesteps[i] = self._games[i].reset()
@@ -170,9 +200,18 @@ class SelfPlayActor(core.Worker):
   # --- the loop ----------------------------------------------------------------
 
   def run(self, num_steps: Optional[int] = None) -> None:
-    """Plays until the program stops (or for `num_steps` more steps)."""
+    """Plays until the program stops (or for `num_steps` more steps; in
+    synchronous rounds, whole rounds until that many more steps)."""
     stop = launch.stop_event() if num_steps is None else None
     try:
+      if self._round_left is not None:
+        end = None if num_steps is None else self.steps + num_steps
+        while (stop is None or not stop.is_set()) and (end is None or
+                                                       self.steps < end):
+          if self.wait_for_round(stop) is None:
+            break
+          self.play_round()
+        return
       if self._server is None:
         self._client.update(wait=True)
         self._learner = league_lib.MLPPolicy(self._client.params)
@@ -195,27 +234,64 @@ class SelfPlayActor(core.Worker):
       else:
         self._flush_reports()
 
+  # --- synchronous rounds ('ppo') ------------------------------------------------
+
+  def wait_for_round(self, stop: Any = None) -> Optional[int]:
+    """Waits for the learner's next version (the first round: its current
+    one) and holds its weights; returns that version, or None on `stop`."""
+    if self._round_version is not None and rounds.wait_for_version(
+        self._source, self._round_version + 1, stop,
+        self._config.round_timeout_s,
+        f'Self-play actor {self._actor_id} ({self._role})') is None:
+      return None
+    self._client.update(wait=True)
+    self._learner = league_lib.MLPPolicy(self._client.params)
+    self._learner_version = self._round_version = self._client.version
+    return self._learner_version
+
+  def play_round(self) -> int:
+    """Plays games with the held weights until exactly `batch_size` learning
+    seats' trajectories are written (and on the queue); returns them."""
+    self._round_left = self._config.batch_size
+    for i in range(len(self._games)):
+      self._start(i)
+    while any(t is not None for t in self._timesteps):
+      self._step()
+    for seats in self._seats:
+      for seat in seats:
+        seat.adder.flush()
+    self._flush_reports()
+    return self._config.batch_size
+
+  # --- the loop ----------------------------------------------------------------
+
   def _step(self) -> None:
-    """One move in every game: one policy call per distinct policy (or one
-    call to the inference server)."""
-    rows: List[Tuple[int, int, str]] = []  # (game, player, policy key)
-    for i, timestep in enumerate(self._timesteps):
+    """One move in every game being played: one policy call per distinct
+    policy (or one call to the inference server)."""
+    # (game, player, policy key, whether the seat learns)
+    rows: List[Tuple[int, int, str, bool]] = []
+    active = [i for i, t in enumerate(self._timesteps) if t is not None]
+    for i in active:
+      timestep = self._timesteps[i]
       current = int(timestep.observation[multiagent.CURRENT_PLAYER])
       players = range(self._n) if current == multiagent.SIMULTANEOUS else [
           current]
+      live = self._opponents[i][1] == league_lib.LIVE_VERSION
       for p in players:
-        rows.append((i, p, _LEARNER if p in self._learning[i]
-                     else self._opponents[i][0]))
+        learns = p in self._learning[i]
+        rows.append((i, p, _LEARNER if learns or live
+                     else self._opponents[i][0], learns))
     choose = self._choose_locally if self._server is None else self._serve
     chosen, log_probs, versions = choose(rows)
     actions = np.zeros((len(self._games), self._n), np.int64)
-    for (i, p, key), action, log_prob, version in zip(rows, chosen, log_probs,
-                                                      versions):
+    for (i, p, _, learns), action, log_prob, version in zip(
+        rows, chosen, log_probs, versions):
       actions[i, p] = action
-      if key == _LEARNER:
+      if learns:
         self._seats[i][p].act(multiagent.player_view(self._timesteps[i], p),
                               action, log_prob, version)
-    for i, game in enumerate(self._games):
+    for i in active:
+      game = self._games[i]
       timestep = game.step(actions[i])
       self._totals[i] += timestep.reward
       for p in self._learning[i]:
@@ -223,9 +299,9 @@ class SelfPlayActor(core.Worker):
       self._timesteps[i] = timestep
       if timestep.last():
         self._finish(i)
-    self.steps += len(self._games)
-    self._reporter.report(len(self._games), [], [])
-    if self._client is not None:
+    self.steps += len(active)
+    self._reporter.report(len(active), [], [])
+    if self._client is not None and self._round_left is None:
       self._client.update()
       if self._client.version != self._learner_version:
         self._learner = league_lib.MLPPolicy(self._client.params)
@@ -236,7 +312,7 @@ class SelfPlayActor(core.Worker):
     chosen = np.zeros(len(rows), np.int64)
     log_probs = np.zeros(len(rows), np.float32)
     groups: Dict[str, List[int]] = collections.defaultdict(list)
-    for k, (_, _, key) in enumerate(rows):
+    for k, (_, _, key, _) in enumerate(rows):
       groups[key].append(k)
     for key, ks in groups.items():
       policy = (self._learner if key == _LEARNER
@@ -257,15 +333,16 @@ class SelfPlayActor(core.Worker):
       raise ValueError('Self-play on an inference server plays turn-based '
                        'games (one acting player per game).')
     view = lambda i, p, name: self._timesteps[i].observation[name][p]  # pylint: disable=g-long-lambda
-    step_type = np.array([self._timesteps[i].step_type for i, _, _ in rows],
+    step_type = np.array([self._timesteps[i].step_type for i, _, _, _ in rows],
                          np.int8)
     zeros = np.zeros(len(rows), np.float32)
     observation = {
         'observation': np.stack([view(i, p, 'observation')
-                                 for i, p, _ in rows]),
+                                 for i, p, _, _ in rows]),
         'legal_actions': np.stack([view(i, p, 'legal_actions')
-                                   for i, p, _ in rows])}
-    opponent = np.array(['' if key == _LEARNER else key for _, _, key in rows])
+                                   for i, p, _, _ in rows])}
+    opponent = np.array(['' if key == _LEARNER else key
+                         for _, _, key, _ in rows])
     actions, extras = self._channel.call(
         np.int64(self._actor_id), self._run_id, step_type, zeros, zeros,
         observation, opponent)
@@ -278,6 +355,8 @@ class SelfPlayActor(core.Worker):
   def _finish(self, i: int) -> None:
     timestep = self._timesteps[i]
     for p in self._learning[i]:
+      if self._round_left is not None and self._seats[i][p].action is None:
+        self._round_left += 1  # The seat never acted: it writes nothing.
       self._seats[i][p].end(multiagent.player_view(timestep, p))
     opponent, version = self._opponents[i]
     totals = self._totals[i]

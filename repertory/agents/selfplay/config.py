@@ -1,13 +1,15 @@
 """Self-play hyperparameters. Imports neither TensorFlow nor Reverb."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
 POLICY_LOSSES = ('neurd', 'a2c', 'mmd', 'vtrace', 'ppo')
 # Where actors' policies run: in the actor (IMPALA) or on an inference
 # server that also plays the opponents' snapshots (SEED).
 INFERENCE = ('local', 'server')
+# What an exploiter restarts from when its generation ends.
+EXPLOITER_RESETS = ('initial', 'main')
 
 
 @dataclasses.dataclass
@@ -47,14 +49,20 @@ class Config:
       every opponent snapshot, SEED-style; `--agent=seed
       --selfplay=<rule>`).
     clip_rho_threshold: V-trace's ρ̄ and c̄ ('vtrace').
-    ppo_epochs: passes over each batch ('ppo').
+    ppo_epochs: passes over each round's batch ('ppo': synchronous rounds,
+      as the PPO agent's: every actor writes `batch_size` trajectories with
+      one policy version, the learner trains on exactly that round and
+      publishes the next version, which starts the next round).
     ppo_minibatches: minibatches per pass ('ppo').
     ppo_clip: the ratio clip ε, also the value clip ('ppo').
     gae_lambda: λ of GAE ('ppo').
     neurd_clip: NeuRD pushes no logit beyond ±this.
     exploration: the learning seats play a uniformly random legal action
       with this probability (so the critic learns every action's value).
-    batch_size: per-player trajectories per learner step.
+    batch_size: per-player trajectories per learner step ('ppo': per actor
+      and round).
+    round_timeout_s: 'ppo': how long the learner waits for a round, and an
+      actor for the next version, before failing with what is missing.
     learning_rate: Adam's learning rate.
     learning_rate_decay_steps: None: a constant learning rate; N: learning
       rate / sqrt(1 + t / N) at learner step t (a no-regret learner's average
@@ -75,6 +83,22 @@ class Config:
     min_games: games before the margin rule applies.
     max_snapshots: pool size; the oldest leave beyond it (the first stays).
     elo_k: Elo's k.
+    num_exploiters: main exploiters (AlphaStar) beside the main agent, each
+      with its own learner, queue and actors: an exploiter plays only the
+      main agent's newest snapshot; its snapshots join the pool (role
+      'exploiter'), where the main agent's matchmaking meets them like any
+      other. 0: none. Needs a matchmaking rule that samples the pool (not
+      'latest').
+    exploiter_actors: actors per exploiter (None: `--num_actors`).
+    exploiter_win_rate: an exploiter's generation ends (snapshot, then
+      reset) once its mean score against main since its last reset reaches
+      this, after `min_games` games (AlphaStar: 0.7).
+    exploiter_reset_steps: ...or after this many of its learner steps
+      (None: by win rate only).
+    exploiter_reset: what an exploiter restarts from: 'initial' (the
+      initial weights, as AlphaStar restarts its exploiters from the common
+      starting point, there the supervised agent) or 'main' (the main
+      agent's newest snapshot).
     report_every_games: actors send finished games to the league in batches
       of this many (per-game results, one call).
     max_queue_size: trajectories the Reverb queue holds before actors block.
@@ -94,6 +118,7 @@ class Config:
   neurd_clip: float = 10.0
   exploration: float = 0.1
   batch_size: int = 64
+  round_timeout_s: float = 300.0
   learning_rate: float = 1e-3
   learning_rate_decay_steps: Optional[int] = None
   magnet_strength: float = 0.1
@@ -110,6 +135,11 @@ class Config:
   min_games: int = 200
   max_snapshots: int = 1000
   elo_k: float = 16.0
+  num_exploiters: int = 0
+  exploiter_actors: Optional[int] = None
+  exploiter_win_rate: float = 0.7
+  exploiter_reset_steps: Optional[int] = 1000
+  exploiter_reset: str = 'initial'
   report_every_games: int = 64
   max_queue_size: int = 512
   checkpoint_every_steps: int = 500
@@ -144,7 +174,8 @@ class Config:
     if not 0.0 <= self.exploration < 1.0:
       raise ValueError(f'Config.exploration must be in [0, 1), got '
                        f'{self.exploration}.')
-    for name in ('learning_rate_decay_steps', 'magnet_update_steps'):
+    for name in ('learning_rate_decay_steps', 'magnet_update_steps',
+                 'exploiter_actors', 'exploiter_reset_steps'):
       value = getattr(self, name)
       if value is not None and value < 1:
         raise ValueError(f'Config.{name} must be >= 1 or None, got {value}.')
@@ -157,8 +188,49 @@ class Config:
     if self.snapshot_every_steps is None and self.snapshot_win_rate is None:
       raise ValueError('Config: set snapshot_every_steps or '
                        'snapshot_win_rate (or both), or the pool never grows.')
+    if self.policy_loss == 'ppo' and self.inference != 'local':
+      raise ValueError(
+          f"Config: policy_loss='ppo' runs synchronous rounds, in which each "
+          f'actor holds the round\'s weights; inference={self.inference!r} '
+          "lets a server pull its own. Use inference='local'.")
+    if not self.round_timeout_s > 0:
+      raise ValueError(f'Config.round_timeout_s must be > 0, got '
+                       f'{self.round_timeout_s}.')
+    if self.num_exploiters < 0:
+      raise ValueError(f'Config.num_exploiters must be >= 0, got '
+                       f'{self.num_exploiters}.')
+    if not 0 < self.exploiter_win_rate <= 1:
+      raise ValueError(f'Config.exploiter_win_rate must be in (0, 1], got '
+                       f'{self.exploiter_win_rate}.')
+    if self.exploiter_reset not in EXPLOITER_RESETS:
+      raise ValueError(f'Config.exploiter_reset={self.exploiter_reset!r}; '
+                       f'choose one of {", ".join(EXPLOITER_RESETS)}.')
     self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
 
 
 TABLE = 'trajectories'  # The Reverb queue of per-player trajectories.
 POLICY = 'policy'       # The learner's variable group.
+MAIN = 'main'           # The main agent's learner name in the league.
+
+
+def check_exploiters(config: Config) -> None:
+  """Refuses exploiters that the main agent would never meet. (Checked when
+  the program is built, not in `__post_init__`: `--config.<field>` flags
+  are applied one at a time, and the default matchmaking is 'latest'.)"""
+  if config.num_exploiters and config.matchmaking == 'latest':
+    raise ValueError(
+        "Config: matchmaking='latest' plays the main agent against itself "
+        f'only, so its num_exploiters={config.num_exploiters} exploiters would '
+        'never be met; choose one of uniform, pfsp, pfsp_variance.')
+
+
+def table_name(learner: str) -> str:
+  """The queue of `learner`'s trajectories: TABLE for the main agent,
+  'trajectories_exploiter0' for exploiter 0."""
+  return TABLE if learner == MAIN else f'{TABLE}_{learner}'
+
+
+def exploiter_names(config: Config) -> List[str]:
+  """The exploiters' learner names: 'exploiter0', 'exploiter1', ..."""
+  from repertory.components import league  # pylint: disable=g-import-not-at-top
+  return [league.exploiter_name(k) for k in range(config.num_exploiters)]

@@ -9,6 +9,17 @@ fictitious play averages) converges to it.
 Every step publishes the weights; the league is offered a snapshot every
 min(snapshot_every_steps, 50) steps (`league.maybe_add` adds one on its
 schedule or margin).
+
+With `policy_loss='ppo'` a learner step is one synchronous round
+(`components.rounds`): it waits for exactly `batch_size` trajectories of
+its current version from each of its `num_actors` actors, runs PPO's epochs
+on them and publishes the next version, for which the actors wait.
+
+The same learner trains a main exploiter (`learner='exploiter0'`, ...) on
+its own queue: when the league says its generation is over (it froze a
+snapshot of it), the learner resets its network to the initial weights (or
+the main agent's newest snapshot, `exploiter_reset='main'`) and its
+optimizer state, and publishes them as its next version.
 """
 import os
 import time
@@ -29,6 +40,7 @@ from repertory.components import loggers
 from repertory.components import model_store
 from repertory.components import networks
 from repertory.components import replay as replay_lib
+from repertory.components import rounds
 from repertory.components import variables
 
 
@@ -37,10 +49,15 @@ class SelfPlayLearner(core.Learner):
 
   def __init__(self, config: config_lib.Config, spec: Any, replay: Any,
                counter: Any, league: Any, logdir: Optional[str] = None,
-               role: str = 'main'):
+               role: str = config_lib.MAIN, num_actors: int = 1):
     self._config, self._counter, self._league = config, counter, league
-    self._role = role
+    self._role = role  # The learner's name in the league.
+    self._table = config_lib.table_name(role)
+    # Counted as the run's learner steps (main) or '<exploiter>_steps'.
+    self._steps_key = ('learner_steps' if role == config_lib.MAIN
+                       else f'{role}_steps')
     self._network = networks_lib.make_network(spec, config.hidden_sizes)
+    self._initial = self._weights()  # What an exploiter resets to.
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
     self._optimizer = snt.optimizers.Adam(self._learning_rate)
     learners.create_optimizer_state(self._optimizer,
@@ -66,6 +83,12 @@ class SelfPlayLearner(core.Learner):
         self._steps = restored.step
     self._replay = replay
     self._iterator = None
+    self._rounds = None  # 'ppo': one learner step per synchronous round.
+    if config.policy_loss == 'ppo':
+      self._rounds = rounds.RoundCollector(
+          replay, self._table, num_actors, config.batch_size,
+          config.round_timeout_s, time_major=False,
+          name=f'Self-play PPO ({role})')
     self._logger = loggers.make_logger(
         'learner', os.path.join(logdir, 'learner') if logdir else None,
         steps_key='learner/steps')  # TensorBoard keyed by learner steps.
@@ -118,22 +141,39 @@ class SelfPlayLearner(core.Learner):
                                        loss.total)
     return dict(loss._asdict(), gradient_norm=norm, applied=applied)
 
-  def step(self) -> None:
+  def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
+    """Waits up to `timeout_s` for `version`; returns the version served."""
+    try:
+      return self._store.wait_for_version(version, timeout_s)
+    except TimeoutError:
+      return self._store.version
+
+  def _next_batch(self):
+    """The next batch (`[B, L, ...]`), or None once the program stops."""
+    if self._rounds is not None:  # Exactly the round of this version.
+      stop = launch.stop_event() if launch.get_launch_type() else None
+      return self._rounds.collect(
+          self.version, lambda: stop is not None and stop.is_set())
     if self._iterator is None:
       dataset = replay_lib.make_dataset(
-          self._replay, config_lib.TABLE, self._config.batch_size,
+          self._replay, self._table, self._config.batch_size,
           prefetch_size=1,
           max_in_flight_samples_per_worker=self._config.batch_size)
       self._iterator = replay_lib.StarvationLoggingIterator(
-          iter(dataset), self._replay, config_lib.TABLE)
-    sample = next(self._iterator)
-    lag = replay_lib.policy_lag(sample.data['policy_version'], self.version)
+          iter(dataset), self._replay, self._table)
+    return next(self._iterator).data
+
+  def step(self) -> None:
+    data = self._next_batch()
+    if data is None:
+      return
+    lag = replay_lib.policy_lag(data['policy_version'], self.version)
     self._set_learning_rate()
-    metrics = self._sgd(sample.data)
+    metrics = self._sgd(data)
     applied = bool(metrics.pop('applied'))
     if self._guard is not None and self._guard.stopped:
       return
-    if applied:
+    if applied or self._rounds is not None:  # Every round: its next version.
       self._store.publish({config_lib.POLICY: self._weights()})
     self._steps += 1
     c = self._config
@@ -141,12 +181,19 @@ class SelfPlayLearner(core.Learner):
       self._update_magnet()
     if self._guard is not None:
       self._guard.record_update(applied, self._steps)
-    self._counter.futures.increment(learner_steps=1,
-                                    policy_lag_items=len(lag),
-                                    policy_lag_sum=int(lag.sum()))
+    if self._role == config_lib.MAIN:
+      self._counter.futures.increment(learner_steps=1,
+                                      policy_lag_items=len(lag),
+                                      policy_lag_sum=int(lag.sum()))
+    else:
+      self._counter.futures.increment(**{self._steps_key: 1})
     if self._steps % min(c.snapshot_every_steps or 50, 50) == 0:
-      self._league.futures.maybe_add(self._weights(), self.version,
-                                     self._steps, self._role)
+      if self._role == config_lib.MAIN:
+        self._league.futures.maybe_add(self._weights(), self.version,
+                                       self._steps, self._role)
+      elif self._league.maybe_add(self._weights(), self.version, self._steps,
+                                  self._role) is not None:
+        self.reset()  # Its generation is over: it froze into the pool.
     if self._steps % c.learner_log_every == 0:
       record = {f'losses/{k}': float(v) for k, v in metrics.items()}
       record.update({'learner/version': self.version,
@@ -156,6 +203,26 @@ class SelfPlayLearner(core.Learner):
                          self._learning_rate.numpy())})
       record.update(self._league.summary())
       self._logger.write(record)
+
+  def reset(self) -> None:
+    """Restarts an exploiter: its network from the initial weights (or the
+    main agent's newest snapshot), Adam's moments and step from zero; the
+    weights are published as the next version and the league is told."""
+    like = None
+    weights = self._initial
+    if self._config.exploiter_reset == 'main':
+      newest = self._league.newest(config_lib.MAIN)
+      if newest is not None:
+        like = newest[0]
+        weights = self._league.get_weights(like)[1]
+    networks.assign_variables(self._network, weights)
+    for slot in [self._optimizer.step, *self._optimizer.m,
+                 *self._optimizer.v]:
+      slot.assign(tf.zeros_like(slot))
+    if self._magnet is not None:
+      self._update_magnet()
+    self._store.publish({config_lib.POLICY: self._weights()})
+    self._league.reset_learner(self._role, self._steps, like)
 
   def run(self) -> None:
     launch.run_until_stop(self.step)

@@ -8,6 +8,17 @@
 With `inference='server'` (SEED-style) an `InferenceServer` node (group
 'inference') plays the learner's weights and every opponent snapshot (from
 the league) for all actors, which step games and write trajectories.
+
+With `num_exploiters=N`, N main exploiters (AlphaStar) run beside the main
+agent, each its own learner (group 'exploiter_learner', league name
+'exploiter<k>'), queue (table 'trajectories_exploiter<k>' on the same Reverb
+node) and `exploiter_actors` actors (group 'exploiter_actor', playing
+locally in both inference modes) that meet only the main agent's newest
+snapshot; their snapshots join the pool that the main agent's matchmaking
+samples:
+
+ exploiter_actor/k.i --> replay[trajectories_exploiter<k>] --> exploiter_learner/k
+      ^-- main's newest snapshot (league) ; exploiter<k>@v.. snapshots --> league
 """
 
 import contextlib
@@ -57,16 +68,22 @@ def make_evaluation_environment(env: Any, seed: int):
 
 
 def make_tables(config: config_lib.Config, spec: Any, length: int) -> list:
+  """One queue per learner: the main agent's, then each exploiter's."""
   signature = adders.sequence_signature(
       spec, length, extras_spec={'log_prob': spec.rewards})
-  return [replay_lib.queue_table(config_lib.TABLE, config.max_queue_size,
-                                 signature, batch_size=config.batch_size)]
+  learners = [config_lib.MAIN] + config_lib.exploiter_names(config)
+  return [replay_lib.queue_table(config_lib.table_name(learner),
+                                 config.max_queue_size, signature,
+                                 batch_size=config.batch_size)
+          for learner in learners]
 
 
 def make_program(config: config_lib.Config,
                  experiment: experiment_lib.ExperimentConfig
                  ) -> launch.Program:
-  """replay, counter, league, learner, monitor, actors."""
+  """replay, counter, league, learner, monitor, [inference], actors,
+  [exploiter learners and actors]."""
+  config_lib.check_exploiters(config)
   spec, max_player_steps = game_specs(experiment.env, config)
   program = launch.Program('selfplay')
   with program.group('replay'):
@@ -82,11 +99,13 @@ def make_program(config: config_lib.Config,
         snapshot_every_steps=config.snapshot_every_steps,
         snapshot_win_rate=config.snapshot_win_rate,
         min_games=config.min_games, max_snapshots=config.max_snapshots,
-        elo_k=config.elo_k, seed=experiment.seed))
+        elo_k=config.elo_k, exploiter_win_rate=config.exploiter_win_rate,
+        exploiter_reset_steps=config.exploiter_reset_steps,
+        seed=experiment.seed))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.SelfPlayLearner, config, spec, replay, counter, league,
-        experiment.logdir))
+        experiment.logdir, num_actors=experiment.num_actors))
   with program.group('monitor'):
     monitor = program.add_node(launch.CourierNode(
         monitor_lib.RunMonitor, counter=counter,
@@ -128,4 +147,31 @@ def make_program(config: config_lib.Config,
           experiment.envs_per_actor, max_player_steps, i,
           experiment.actor_seed(i) * 1000 + i, learner, league, replay,
           counter, monitor, experiment.logdir, server=server))
+  add_exploiters(program, config, experiment, spec, max_player_steps, replay,
+                 counter, league)
   return program
+
+
+def add_exploiters(program: launch.Program, config: config_lib.Config,
+                   experiment: experiment_lib.ExperimentConfig, spec: Any,
+                   max_player_steps: int, replay: Any, counter: Any,
+                   league: Any) -> None:
+  """Each exploiter's learner (logs and checkpoints under
+  `<logdir>/<exploiter>`) and its actors (no run monitor: the run's
+  evaluation and returns are the main agent's)."""
+  num_actors = config.exploiter_actors or experiment.num_actors
+  for k, name in enumerate(config_lib.exploiter_names(config)):
+    with program.group('exploiter_learner'):
+      learner = program.add_node(launch.CourierNode(
+          learning.SelfPlayLearner, config, spec, replay, counter, league,
+          os.path.join(experiment.logdir, name) if experiment.logdir
+          else None, role=name, num_actors=num_actors))
+    with program.group('exploiter_actor'):
+      for i in range(num_actors):
+        seed = experiment.actor_seed(experiment.num_actors +
+                                     k * num_actors + i)
+        program.add_node(launch.PyClassNode(
+            acting.SelfPlayActor, config, experiment.env,
+            experiment.envs_per_actor, max_player_steps, i,
+            seed * 1000 + i, learner, league, replay, counter, None,
+            experiment.logdir, role=name))

@@ -25,9 +25,10 @@ the batch arrived at, then `ppo_epochs` passes of `ppo_minibatches`
 shuffled minibatches of the valid steps through `losses.ppo_loss` (clip
 `ppo_clip`, value clipping with the same ε, minibatch-normalised
 advantages), the ratio taken against the recorded behaviour
-log-probabilities. Actors keep playing while the learner trains (as RLlib's
-APPO), so the first epoch's ratio is already off 1 by the policy lag
-(`charts/policy_lag`, `losses/approx_kl`).
+log-probabilities. The learner feeds it synchronous rounds (every actor's
+trajectories of one policy version, `components.rounds`), so the first
+minibatch's ratio differs from 1 only by the actors' ε-exploration
+(`first_minibatch_kl`, 0 with `exploration=0`).
 """
 
 import collections
@@ -179,6 +180,7 @@ class PPOUpdate:
     steps = [x.numpy() for x in self._prepare(data)]
     n = len(steps[2])
     sums, count, applied = collections.defaultdict(float), 0, True
+    first_kl = None
     for _ in range(c.ppo_epochs):
       order = self._rng.permutation(n)
       for rows in np.array_split(order, c.ppo_minibatches):
@@ -186,11 +188,14 @@ class PPOUpdate:
           continue
         metrics = self._minibatch(*(x[rows] for x in steps))
         applied &= bool(metrics.pop('applied'))
+        if first_kl is None:  # Before any update of this batch.
+          first_kl = float(metrics['approx_kl'])
         for k, v in metrics.items():
           sums[k] += float(v)
         count += 1
     out = {k: v / max(count, 1) for k, v in sums.items()}
-    out.update(applied=applied, updates=count, samples=n)
+    out.update(applied=applied, updates=count, samples=n,
+               first_minibatch_kl=first_kl or 0.0)
     return out
 
 

@@ -5,7 +5,9 @@ to play many frozen opponents at once.
 See `league.py` for the usage loop.
 """
 
+from repertory.components.league.league import exploiter_name
 from repertory.components.league.league import League
+from repertory.components.league.league import learner_role
 from repertory.components.league.league import LIVE_VERSION
 from repertory.components.league.league import OPPONENT_ROLES
 from repertory.components.league.league import ROLES

@@ -8,15 +8,27 @@
     league.report([('main', opponent, 1.0)])          # actor, per game
     league.summary()                                  # Elo, win rates, sizes
 
-Players are learners ('main', 'exploiter', ...: live, their weights change)
-and frozen snapshots of them ('main@v120': the main agent's weights at
-policy version 120). Snapshots are added on a schedule (every
-`snapshot_every_steps` learner steps) or when the learner beats the pool by
-a margin (mean score >= `snapshot_win_rate` over at least `min_games`
-games since its last snapshot), as AlphaStar's league does. Opponents are
-sampled per episode by a `matchmaking` rule; a main agent meets every
-snapshot, an exploiter meets the main agent's snapshots (AlphaStar's main
-exploiters). Every finished game updates the payoff table and Elo.
+Players are learners (live, their weights change: 'main', and main
+exploiters 'exploiter0', 'exploiter1', ... of role 'exploiter') and frozen
+snapshots of them ('main@v120': the main agent's weights at policy version
+120; 'exploiter0@v40'), each tagged with its role. Opponents are sampled per
+episode: the main agent by the `matchmaking` rule over every snapshot (its
+own and the exploiters'), an exploiter always meets the main agent's newest
+snapshot (AlphaStar's main exploiters play the current main agent). Every
+finished game updates the payoff table and Elo.
+
+The main agent's snapshots are added on a schedule (every
+`snapshot_every_steps` learner steps) or when it beats the pool by a margin
+(mean score >= `snapshot_win_rate` over at least `min_games` games since its
+last snapshot), as AlphaStar's league does. An exploiter's generation ends
+(AlphaStar's main-exploiter rule) when its mean score against main since its
+last reset reaches `exploiter_win_rate` (after `min_games`) or after
+`exploiter_reset_steps` learner steps: `maybe_add` then freezes it into the
+pool, and its learner resets its weights and calls `reset_learner`:
+
+    if league.maybe_add(weights, version, step, 'exploiter0'):  # generation over
+      ...  # the exploiter learner resets its network and optimizer
+      league.reset_learner('exploiter0', step)
 
 The snapshots' weights live in a `ModelStore` (tagged checkpoints, one tag
 per snapshot, outside the rotation) and the rest (players, payoffs,
@@ -26,6 +38,7 @@ the same directory continues the same league.
 
 import json
 import os
+import re
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -40,10 +53,31 @@ LIVE_VERSION = -1  # The version sample_opponents gives a live learner.
 ROLES = ('main', 'exploiter')
 # Whose snapshots each learner role meets.
 OPPONENT_ROLES = {'main': ('main', 'exploiter'), 'exploiter': ('main',)}
+_EXPLOITER = re.compile(r'exploiter\d*')
 
 
-def snapshot_id(role: str, version: int) -> str:
-  return f'{role}@v{int(version)}'
+def snapshot_id(learner: str, version: int) -> str:
+  """'main@v120': `learner`'s weights at policy version `version`."""
+  return f'{learner}@v{int(version)}'
+
+
+def exploiter_name(index: int) -> str:
+  """The learner name of the `index`-th main exploiter: 'exploiter<index>'."""
+  return f'exploiter{int(index)}'
+
+
+def learner_role(learner: str) -> str:
+  """'main' -> 'main'; 'exploiter', 'exploiter<k>' -> 'exploiter'."""
+  if learner == 'main':
+    return 'main'
+  if isinstance(learner, str) and _EXPLOITER.fullmatch(learner):
+    return 'exploiter'
+  raise ValueError(f'Unknown role {learner!r}; roles: {", ".join(ROLES)} '
+                   "(learners: 'main', 'exploiter<k>').")
+
+
+def _learner_of(player: dict) -> str:
+  return player.get('learner', player['id'].rsplit('@v', 1)[0])
 
 
 class League:
@@ -67,6 +101,10 @@ class League:
     max_snapshots: the oldest snapshots (never the first) leave the pool
       beyond this many (their weights stay tagged on disk).
     elo_k: Elo's k.
+    exploiter_win_rate: an exploiter's generation ends once its mean score
+      against main since its last reset reaches this (after `min_games`).
+    exploiter_reset_steps: ...or after this many of its learner steps
+      (None: by win rate only).
     seed: seed of the opponent sampler.
     save_every_seconds: `league.json` is rewritten at most this often after
       reports (always after a snapshot is added, and on `save()`).
@@ -81,6 +119,8 @@ class League:
                min_games: int = 100,
                max_snapshots: int = 1000,
                elo_k: float = 16.0,
+               exploiter_win_rate: float = 0.7,
+               exploiter_reset_steps: Optional[int] = None,
                seed: int = 0,
                save_every_seconds: float = 10.0):
     self._rule_name = matchmaking
@@ -92,6 +132,12 @@ class League:
     if snapshot_win_rate is not None and not 0 < snapshot_win_rate <= 1:
       raise ValueError(f'snapshot_win_rate must be in (0, 1] or None, got '
                        f'{snapshot_win_rate}.')
+    if not 0 < exploiter_win_rate <= 1:
+      raise ValueError(f'exploiter_win_rate must be in (0, 1], got '
+                       f'{exploiter_win_rate}.')
+    if exploiter_reset_steps is not None and exploiter_reset_steps < 1:
+      raise ValueError(f'exploiter_reset_steps must be >= 1 or None, got '
+                       f'{exploiter_reset_steps}.')
     if max_snapshots < 2:
       raise ValueError(f'max_snapshots must be >= 2, got {max_snapshots}.')
     self._directory = directory
@@ -99,6 +145,8 @@ class League:
     self._every_steps = snapshot_every_steps
     self._win_rate = snapshot_win_rate
     self._min_games = min_games
+    self._exploiter_win_rate = exploiter_win_rate
+    self._exploiter_steps = exploiter_reset_steps
     self._max_snapshots = max_snapshots
     self._rng = np.random.default_rng(seed)
     self._save_every = save_every_seconds
@@ -116,7 +164,10 @@ class League:
     # Persistent state (league.json).
     self._players: List[dict] = []  # Snapshots, oldest first.
     self._retired: List[str] = []
-    self._last_snapshot: Dict[str, dict] = {}  # role -> {step, games, points}
+    # learner -> {step, games, points} since its last snapshot (main) or
+    # reset (exploiters).
+    self._last_snapshot: Dict[str, dict] = {}
+    self._resets: Dict[str, int] = {}  # exploiter -> generations ended.
     self._payoff = ratings.PayoffTable()
     self._elo = ratings.Elo(elo_k)
     self._games = 0
@@ -140,6 +191,7 @@ class League:
     self._payoff = ratings.PayoffTable.from_state(state['payoff'])
     self._elo = ratings.Elo(state['elo_k'], ratings=state['elo'])
     self._games = state['games']
+    self._resets = state.get('resets', {})
     logging.info('League: continuing %s (%d snapshots, %d games).',
                  self.path, len(self._players), self._games)
 
@@ -151,6 +203,7 @@ class League:
           'last_snapshot': self._last_snapshot,
           'payoff': self._payoff.state(), 'elo': self._elo.ratings(),
           'elo_k': self._elo.k, 'games': self._games,
+          'resets': self._resets,
           'matchmaking': self._rule_name,
       }
       with open(self.path + '.tmp', 'w') as f:
@@ -161,17 +214,22 @@ class League:
   # --- the pool ---------------------------------------------------------------
 
   def players(self) -> List[dict]:
-    """The snapshots in the pool, oldest first: {id, role, version, step,
-    elo}."""
+    """The snapshots in the pool, oldest first: {id, role, learner, version,
+    step, elo}."""
     with self._lock:
-      return [dict(p, elo=self._elo[p['id']]) for p in self._players]
+      return [dict(p, learner=_learner_of(p), elo=self._elo[p['id']])
+              for p in self._players]
 
   def add_player(self, weights: Optional[Mapping[str, np.ndarray]],
                  version: int, step: int, role: str = 'main') -> str:
-    """Freezes a learner's weights as a snapshot; returns its id."""
-    if role not in ROLES:
-      raise ValueError(f'Unknown role {role!r}; roles: {", ".join(ROLES)}.')
-    player = snapshot_id(role, version)
+    """Freezes learner `role`'s weights as a snapshot; returns its id.
+
+    `role` names the learner ('main', 'exploiter0', ...); the snapshot is
+    tagged with its role ('main' or 'exploiter').
+    """
+    learner = role
+    role = learner_role(learner)
+    player = snapshot_id(learner, version)
     with self._lock:
       if any(p['id'] == player for p in self._players):
         return player
@@ -184,12 +242,12 @@ class League:
         self._store.save(index, step)
         self._store.tag(index, player)
         self._weights[player] = (int(version), dict(weights))
-      self._players.append({'id': player, 'role': role,
+      self._players.append({'id': player, 'role': role, 'learner': learner,
                             'version': int(version), 'step': int(step),
                             'time': time.time()})
-      self._elo.set(player, self._elo[role])  # It starts where its learner is.
-      self._last_snapshot[role] = {'step': int(step), 'games': 0,
-                                   'points': 0.0}
+      self._elo.set(player, self._elo[learner])  # It starts where its learner is.
+      self._last_snapshot[learner] = {'step': int(step), 'games': 0,
+                                      'points': 0.0}
       if len(self._players) > self._max_snapshots:
         retired = self._players.pop(1)  # Keep the first (the weakest anchor).
         self._retired.append(retired['id'])
@@ -199,18 +257,60 @@ class League:
 
   def maybe_add(self, weights: Optional[Mapping[str, np.ndarray]],
                 version: int, step: int, role: str = 'main') -> Optional[str]:
-    """Adds a snapshot if one is due (schedule, margin, or none yet)."""
+    """Adds a snapshot of learner `role` if one is due; returns its id.
+
+    Main: on its schedule, by its margin, or when it has none yet. An
+    exploiter: when its generation is over (`exploiter_win_rate` against
+    main, or `exploiter_reset_steps` steps since its reset); a returned id
+    means its learner must reset and call `reset_learner`.
+    """
+    learner = role
+    exploiter = learner_role(learner) == 'exploiter'
     with self._lock:
-      last = self._last_snapshot.get(role)
-      due = last is None
-      if not due and self._every_steps is not None:
-        due = step - last['step'] >= self._every_steps
-      if not due and self._win_rate is not None:
-        due = (last['games'] >= self._min_games and
-               last['points'] / last['games'] >= self._win_rate)
+      last = self._last_snapshot.get(learner)
+      if exploiter:
+        if last is None:  # Its first generation, from its step 0.
+          self._last_snapshot[learner] = {'step': 0, 'games': 0,
+                                          'points': 0.0}
+          return None
+        due = (self._exploiter_steps is not None and
+               step - last['step'] >= self._exploiter_steps)
+        due = due or (last['games'] >= self._min_games and
+                      last['points'] / last['games'] >=
+                      self._exploiter_win_rate)
+      else:
+        due = last is None
+        if not due and self._every_steps is not None:
+          due = step - last['step'] >= self._every_steps
+        if not due and self._win_rate is not None:
+          due = (last['games'] >= self._min_games and
+                 last['points'] / last['games'] >= self._win_rate)
       if not due:
         return None
-      return self.add_player(weights, version, step, role)
+      return self.add_player(weights, version, step, learner)
+
+  def reset_learner(self, learner: str, step: int,
+                    like: Optional[str] = None) -> None:
+    """Starts an exploiter's next generation at `step`: a new win-rate
+    window, and its Elo back to the initial rating (or `like`'s, the player
+    whose weights it restarts from)."""
+    if learner_role(learner) != 'exploiter':
+      raise ValueError(f'reset_learner resets exploiters; got {learner!r}.')
+    with self._lock:
+      self._last_snapshot[learner] = {'step': int(step), 'games': 0,
+                                      'points': 0.0}
+      self._elo.set(learner, self._elo.initial if like is None
+                    else self._elo[like])
+      self._resets[learner] = self._resets.get(learner, 0) + 1
+      self.save()
+    logging.info('League: %s reset at step %d (generation %d).', learner,
+                 step, self._resets[learner] + 1)
+
+  def newest(self, learner: str = 'main') -> Optional[Tuple[str, int]]:
+    """(id, version) of `learner`'s newest snapshot in the pool, or None."""
+    with self._lock:
+      mine = [p for p in self._players if _learner_of(p) == learner]
+      return (mine[-1]['id'], mine[-1]['version']) if mine else None
 
   def get_weights(self, player: str) -> Tuple[int, Any]:
     """(version, weights) of a snapshot, from the model store."""
@@ -237,18 +337,23 @@ class League:
                        n: int = 1) -> List[Tuple[str, int]]:
     """`n` opponents (id, version) for `learner`'s next `n` episodes.
 
-    A live opponent (the learner itself: naive self-play with 'latest', or
-    while the pool has no snapshot it may meet) has version LIVE_VERSION.
+    The main agent's come from the matchmaking rule over every snapshot; an
+    exploiter's are the main agent's newest snapshot. A live opponent (the
+    learner itself: naive self-play with 'latest', or while the pool has no
+    snapshot it may meet) has version LIVE_VERSION.
     """
-    if learner not in OPPONENT_ROLES:
-      raise ValueError(f'Unknown learner {learner!r}; learners: '
-                       f'{", ".join(OPPONENT_ROLES)}.')
+    role = learner_role(learner)
     with self._lock:
       live = [(learner, LIVE_VERSION)] * n
+      if role == 'exploiter':
+        main = [p for p in self._players if _learner_of(p) == 'main']
+        if not main:
+          return live
+        return [(main[-1]['id'], main[-1]['version'])] * n
       if self._rule_name == 'latest' and self._latest_is_live:
         return live
       pool = [p for p in self._players
-              if p['role'] in OPPONENT_ROLES[learner]]
+              if p['role'] in OPPONENT_ROLES[role]]
       if not pool:
         return live
       ids = [p['id'] for p in pool]
@@ -268,6 +373,9 @@ class League:
         self._games += 1
         if a == b:
           continue
+        if (a not in self._last_snapshot and '@' not in a and
+            learner_role(a) == 'exploiter'):  # Before its learner's first offer.
+          self._last_snapshot[a] = {'step': 0, 'games': 0, 'points': 0.0}
         self._payoff.record(a, b, float(score))
         self._elo.update(a, b, float(score))
         for player, points in ((a, score), (b, 1.0 - score)):
@@ -295,13 +403,35 @@ class League:
 
   def summary(self) -> Dict[str, float]:
     """Figures to log: pool size, games, each learner's Elo and its mean score
-    against the pool since its last snapshot."""
+    against the pool since its last snapshot (an exploiter's: against main
+    since its last reset, also as `win_rate_vs_main`, and its `resets`), and
+    main's mean score against the exploiters' snapshots."""
     with self._lock:
       out = {'league/snapshots': len(self._players),
              'league/games': self._games}
-      for role, window in self._last_snapshot.items():
-        out[f'league/{role}/elo'] = self._elo[role]
+      for learner, window in self._last_snapshot.items():
+        out[f'league/{learner}/elo'] = self._elo[learner]
+        exploiter = learner_role(learner) == 'exploiter'
         if window['games']:
-          out[f'league/{role}/win_rate_vs_pool'] = (window['points'] /
-                                                    window['games'])
+          rate = window['points'] / window['games']
+          out[f'league/{learner}/win_rate_vs_pool'] = rate
+          if exploiter:
+            out[f'league/{learner}/win_rate_vs_main'] = rate
+        if exploiter:
+          out[f'league/{learner}/resets'] = self._resets.get(learner, 0)
+      exploiters = [p['id'] for p in self._players
+                    if p['role'] == 'exploiter']
+      games, points = self._payoff.totals('main', exploiters)
+      if games:
+        out['league/main/win_rate_vs_exploiters'] = points / games
       return out
+
+  def table(self) -> List[dict]:
+    """Every player, learners first: {id, role, elo, games} (games against
+    other players, as the payoff table counts them)."""
+    with self._lock:
+      ids = list(self._last_snapshot) + [p['id'] for p in self._players]
+      roles = {p['id']: p['role'] for p in self._players}
+      return [{'id': i, 'role': roles.get(i) or learner_role(i),
+               'elo': self._elo[i],
+               'games': self._payoff.totals(i, ids)[0]} for i in ids]

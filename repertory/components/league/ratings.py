@@ -59,6 +59,14 @@ class PayoffTable:
                 prior: float = 0.5) -> np.ndarray:
     return np.array([self.win_rate(a, b, prior) for b in opponents])
 
+  def totals(self, a: str, opponents: Iterable[str]) -> Tuple[int, float]:
+    """(games, points) of a against all of `opponents` together."""
+    games = points = 0.0
+    for b in opponents:
+      games += self._games.get((a, b), 0)
+      points += self._points.get((a, b), 0.0)
+    return int(games), points
+
   def state(self) -> list:
     """JSON-able rows [a, b, games, points] (for persistence)."""
     return [[a, b, self._games[a, b], self._points[a, b]]

@@ -12,7 +12,7 @@ from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
 from repertory.agents.ppo import program as program_lib
-from repertory.agents.ppo import rounds
+from repertory.components import rounds
 
 CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,
@@ -60,7 +60,7 @@ def test_round_timeout_names_missing_actor(queue_server):
   actor = _actor(0, config, client, learner)
   actor.collect_round(actor.wait_for_round(None))  # Actor 1 never acts.
   with pytest.raises(rounds.RoundTimeoutError,
-                     match=r'version 0.*missing unrolls from actors \[1\]'):
+                     match=r'version 0.*missing items from actors \[1\]'):
     learner.step()
 
 

@@ -186,3 +186,92 @@ def test_numpy_policy_matches_the_network():
   actions, _ = policy.act(np.repeat(obs, 500, 0), np.repeat(legal, 500, 0),
                           np.random.default_rng(1))
   assert not np.any(actions == 1)
+
+
+# --- main exploiters (AlphaStar) ------------------------------------------------
+
+def test_learner_roles():
+  assert league_lib.learner_role('main') == 'main'
+  assert league_lib.learner_role(league_lib.exploiter_name(3)) == 'exploiter'
+  assert league_lib.learner_role('exploiter') == 'exploiter'
+  with pytest.raises(ValueError, match="Unknown role 'exploiterX'"):
+    league_lib.learner_role('exploiterX')
+
+
+def test_main_samples_exploiter_snapshots_and_exploiters_only_main(tmp_path):
+  league = new_league(tmp_path, matchmaking='pfsp', seed=5)
+  league.add_player(weights_of(1), version=1, step=1)
+  league.add_player(weights_of(2), version=9, step=9, role='exploiter0')
+  league.add_player(weights_of(3), version=4, step=4, role='exploiter1')
+  league.add_player(weights_of(4), version=2, step=2)
+  roles = {p['id']: (p['role'], p['learner']) for p in league.players()}
+  assert roles == {'main@v1': ('main', 'main'),
+                   'exploiter0@v9': ('exploiter', 'exploiter0'),
+                   'exploiter1@v4': ('exploiter', 'exploiter1'),
+                   'main@v2': ('main', 'main')}
+  # Main beats main@v1 and exploiter1 always, loses to exploiter0: PFSP
+  # (1 - x)^2 puts weight 0, 1, 0, 0.25 on the pool (oldest first).
+  league.report([('main', 'main@v1', 1.0)] * 10 +
+                [('main', 'exploiter0@v9', 0.0)] * 10 +
+                [('main', 'exploiter1@v4', 1.0)] * 10 +
+                [('main', 'main@v2', 0.5)] * 10)
+  picks = [p for p, _ in league.sample_opponents('main', 4000)]
+  assert set(picks) == {'exploiter0@v9', 'main@v2'}
+  assert picks.count('exploiter0@v9') / 4000 == pytest.approx(0.8, abs=0.03)
+  # Exploiters meet the main agent's newest snapshot only, whatever the rule.
+  for exploiter in ('exploiter0', 'exploiter1'):
+    assert set(league.sample_opponents(exploiter, 500)) == {('main@v2', 2)}
+  assert league.newest('main') == ('main@v2', 2)
+  assert league.summary()['league/main/win_rate_vs_exploiters'] == 0.5
+
+
+def test_exploiter_without_main_snapshot_plays_itself(tmp_path):
+  league = new_league(tmp_path, matchmaking='uniform')
+  league.add_player(weights_of(1), version=3, step=3, role='exploiter0')
+  assert league.sample_opponents('exploiter0', 2) == [
+      ('exploiter0', league_lib.LIVE_VERSION)] * 2
+
+
+def test_exploiter_generation_ends_on_win_rate_or_step_budget(tmp_path):
+  league = new_league(tmp_path, min_games=10, exploiter_win_rate=0.7,
+                      exploiter_reset_steps=1000)
+  league.add_player(weights_of(0), version=1, step=0)  # main@v1
+  # The first offer starts the exploiter's generation; no snapshot.
+  assert league.maybe_add(weights_of(1), 5, step=10, role='exploiter0') is None
+  assert [p['id'] for p in league.players()] == ['main@v1']
+  league.report([('exploiter0', 'main@v1', 1.0)] * 6 +
+                [('exploiter0', 'main@v1', 0.0)] * 3)
+  assert league.maybe_add(weights_of(1), 6, step=20,
+                          role='exploiter0') is None  # 9 games.
+  league.report([('exploiter0', 'main@v1', 1.0)])  # 7 of 10 beat main.
+  summary = league.summary()
+  assert summary['league/exploiter0/win_rate_vs_main'] == pytest.approx(0.7)
+  assert summary['league/exploiter0/resets'] == 0
+  elo = league.elo()['exploiter0']
+  assert elo > 1000
+  assert league.maybe_add(weights_of(1), 7, step=30,
+                          role='exploiter0') == 'exploiter0@v7'
+  assert league.elo()['exploiter0@v7'] == pytest.approx(elo)
+  league.reset_learner('exploiter0', step=30)
+  summary = league.summary()
+  assert summary['league/exploiter0/resets'] == 1
+  assert 'league/exploiter0/win_rate_vs_main' not in summary  # New window.
+  assert league.elo()['exploiter0'] == 1000.0  # Initial weights: initial Elo.
+  # The step budget: 1000 steps after the reset, whatever the score.
+  league.report([('exploiter0', 'main@v1', 0.0)] * 20)
+  assert league.maybe_add(weights_of(1), 8, step=1029,
+                          role='exploiter0') is None
+  assert league.maybe_add(weights_of(1), 9, step=1030,
+                          role='exploiter0') == 'exploiter0@v9'
+  league.reset_learner('exploiter0', step=1030, like='main@v1')
+  assert league.elo()['exploiter0'] == league.elo()['main@v1']
+  with pytest.raises(ValueError, match='resets exploiters'):
+    league.reset_learner('main', step=1)
+  # The generations survive a restart.
+  league.save()
+  again = new_league(tmp_path, min_games=10)
+  assert again.summary()['league/exploiter0/resets'] == 2
+  table = {row['id']: row for row in again.table()}
+  assert table['exploiter0@v9']['role'] == 'exploiter'
+  assert table['main']['role'] == 'main'
+  assert table['exploiter0']['games'] == 30

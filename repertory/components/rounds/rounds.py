@@ -1,10 +1,13 @@
-"""PPO's rounds: every actor's unrolls of one policy version, or an error.
+"""Synchronous rounds (PPO's): every actor's items of one policy version, or
+an error.
 
 A round of version v is complete when each of `num_actors` actors wrote its
-`envs_per_actor` unrolls of version v to the queue. An unroll of an earlier
-version is dropped (counted), one of a later version or an extra one is an
-error, and a round not complete after `round_timeout_s` fails naming the
-missing actors.
+`items_per_actor` items (unrolls, or per-player trajectories in self-play)
+of version v to the queue. An item of an earlier version is dropped
+(counted), one of a later version or an extra one is an error, and a round
+not complete after `round_timeout_s` fails naming the missing actors.
+Actors wait for the round's version with `wait_for_version`, which never
+blocks one call for long, so a stopping program is noticed.
 """
 
 import collections
@@ -25,25 +28,29 @@ POLL_S = 1.0
 
 
 class RoundTimeoutError(TimeoutError):
-  """A round did not complete: some actors' unrolls never arrived."""
+  """A round did not complete: some actors' items never arrived."""
 
 
 class PolicyLagError(RuntimeError):
-  """An unroll of another version than the round's reached the learner."""
+  """An item of another version than the round's reached the learner."""
 
 
 class RoundCollector:
   """Reads the queue in a thread of its own and assembles rounds."""
 
   def __init__(self, replay: Any, table: str, num_actors: int,
-               envs_per_actor: int, round_timeout_s: float):
-    if num_actors < 1 or envs_per_actor < 1:
-      raise ValueError(f'PPO needs num_actors >= 1 and envs_per_actor >= 1, '
-                       f'got {num_actors} and {envs_per_actor}.')
+               items_per_actor: int, round_timeout_s: float,
+               time_major: bool = True, name: str = 'PPO'):
+    """`time_major`: `collect` stacks items as `[T + 1, B, ...]` (else
+    `[B, T + 1, ...]`); `name` heads its log lines and errors."""
+    if num_actors < 1 or items_per_actor < 1:
+      raise ValueError(f'{name} needs num_actors >= 1 and items per actor >= '
+                       f'1, got {num_actors} and {items_per_actor}.')
     self._replay, self._table = replay, table
-    self._num_actors, self._envs_per_actor = num_actors, envs_per_actor
-    self._items = num_actors * envs_per_actor
+    self._num_actors, self._envs_per_actor = num_actors, items_per_actor
+    self._items = num_actors * items_per_actor
     self._timeout_s = round_timeout_s
+    self._time_major, self._name = time_major, name
     self._unrolls = None
     self.dropped = 0  # Unrolls of earlier versions, since the last take.
 
@@ -58,7 +65,7 @@ class RoundCollector:
           max_in_flight_samples_per_worker=self._items,
           num_workers_per_iterator=1)
       threading.Thread(target=_read, args=(dataset, self._unrolls),
-                       daemon=True, name='ppo-queue-reader').start()
+                       daemon=True, name=f'{self._table}-round-reader').start()
     try:
       unroll = self._unrolls.get(timeout=timeout_s)
     except queue_lib.Empty:
@@ -71,7 +78,8 @@ class RoundCollector:
   def collect(self, version: int, stopping: Callable[[], bool]
               ) -> Optional[Dict[str, np.ndarray]]:
     """The round of `version`, time-major (`[T + 1, B, ...]`, B sorted by
-    actor), or None once `stopping()` holds while waiting."""
+    actor; `[B, T + 1, ...]` without `time_major`), or None once
+    `stopping()` holds while waiting."""
     per_actor = collections.defaultdict(list)
     received, start = 0, time.monotonic()
     next_log = start + 10.0
@@ -83,43 +91,75 @@ class RoundCollector:
         now = time.monotonic()
         if now - start >= self._timeout_s:
           raise RoundTimeoutError(
-              f'PPO round of version {version} incomplete after '
+              f'{self._name} round of version {version} incomplete after '
               f'{now - start:.0f}s: {self._status(per_actor)}')
         if now >= next_log:
-          logging.info('PPO learner waiting for round %d: %s', version,
-                       self._status(per_actor))
+          logging.info('%s learner waiting for round %d: %s', self._name,
+                       version, self._status(per_actor))
           next_log = now + 10.0
         continue
       behaviour, actor_id = int(unroll['policy_version']), int(
           unroll['actor_id'])
       if behaviour < version:  # Left over from an earlier round: never used.
         self.dropped += 1
-        logging.warning('PPO learner dropped an unroll of version %d from '
-                        'actor %d in round %d.', behaviour, actor_id, version)
+        logging.warning('%s learner dropped an item of version %d from '
+                        'actor %d in round %d.', self._name, behaviour,
+                        actor_id, version)
         continue
       if behaviour > version or not 0 <= actor_id < self._num_actors:
         raise PolicyLagError(
-            f'PPO learner at version {version} received an unroll of version '
+            f'{self._name} learner at version {version} received an item of '
+            f'version '
             f'{behaviour} from actor {actor_id}; actors may only act with the '
             f'published version and ids are 0..{self._num_actors - 1}.')
       if len(per_actor[actor_id]) >= self._envs_per_actor:
         raise PolicyLagError(
-            f'PPO actor {actor_id} wrote more than {self._envs_per_actor} '
-            f'unrolls of version {version}.')
+            f'{self._name} actor {actor_id} wrote more than '
+            f'{self._envs_per_actor} items of version {version}.')
       per_actor[actor_id].append(unroll)
       received += 1
     unrolls = [u for a in sorted(per_actor) for u in per_actor[a]]
     # Per-step columns [T + 1, ...] -> [T + 1, B, ...]; scalars -> [B].
-    return tree.map_structure(
-        lambda *xs: np.stack(xs, axis=min(1, np.ndim(xs[0]))), *unrolls)
+    axis = (lambda x: min(1, np.ndim(x))) if self._time_major else (
+        lambda x: 0)
+    return tree.map_structure(lambda *xs: np.stack(xs, axis=axis(xs[0])),
+                              *unrolls)
 
   def _status(self, per_actor) -> str:
     missing = [a for a in range(self._num_actors)
                if len(per_actor.get(a, ())) < self._envs_per_actor]
     have = {a: len(u) for a, u in sorted(per_actor.items())}
-    return (f'missing unrolls from actors {missing} (unrolls received per '
+    return (f'missing items from actors {missing} (items received per '
             f'actor: {have}; each actor writes {self._envs_per_actor}); '
             f'{replay_lib.table_status(self._replay, self._table)}')
+
+
+def wait_for_version(learner: Any, version: int, stop: Any,
+                     timeout_s: float, who: str = 'actor',
+                     slice_s: float = 2.0) -> Optional[int]:
+  """Waits until `learner.wait_for_version(v, slice_s)` (a call that returns
+  the version served after at most `slice_s`) reaches `version`; returns the
+  version served, or None once `stop` (an Event, or None) is set.
+
+  Raises:
+    TimeoutError: naming the version after `timeout_s`.
+  """
+  start = time.monotonic()
+  while True:
+    served = learner.wait_for_version(version, slice_s)
+    if served >= version:
+      return served
+    if stop is not None and stop.is_set():
+      return None
+    waited = time.monotonic() - start
+    if waited >= timeout_s:
+      raise TimeoutError(
+          f'{who}: waited {waited:.0f}s for the learner to publish version '
+          f'{version}; it still serves {served}. Is the learner stuck '
+          'waiting for another actor?')
+    logging.log_every_n_seconds(
+        logging.INFO, '%s waiting for version %d (learner at %d).', 10, who,
+        version, served)
 
 
 def _read(dataset, unrolls: queue_lib.Queue) -> None:
