@@ -2,24 +2,18 @@
 action-value critic) or a V-trace/PPO update (`updates.py`) on per-player
 trajectories; snapshots offered to the league.
 
-Self-play with a no-regret rule like NeuRD cycles around an equilibrium of a
-zero-sum game; the average of its snapshots (the league's pool, as
-fictitious play averages) converges to it.
-
-Every step publishes the weights; the league is offered a snapshot every
-min(snapshot_every_steps, 50) steps (`league.maybe_add` adds one on its
-schedule or margin).
-
-With `policy_loss='ppo'` a learner step is one synchronous round
-(`components.rounds`): it waits for exactly `batch_size` trajectories of
-its current version from each of its `num_actors` actors, runs PPO's epochs
-on them and publishes the next version, for which the actors wait.
+With a no-regret rule like NeuRD, self-play cycles around an equilibrium of
+a zero-sum game; the average of its snapshots (the league's pool) converges
+to it. Every step publishes the weights; the league is offered a snapshot
+every min(snapshot_every_steps, 50) steps (`league.maybe_add` decides).
+With `policy_loss='ppo'` a step is one synchronous round
+(`components.rounds`): exactly `batch_size` trajectories of the current
+version from each actor, PPO's epochs, then the next version.
 
 The same learner trains a main exploiter (`learner='exploiter0'`, ...) on
-its own queue: when the league says its generation is over (it froze a
-snapshot of it), the learner resets its network to the initial weights (or
-the main agent's newest snapshot, `exploiter_reset='main'`) and its
-optimizer state, and publishes them as its next version.
+its own queue; when the league freezes it into the pool, it restarts from
+the initial weights (or main's newest snapshot, `exploiter_reset='main'`)
+with a fresh optimizer state, published as its next version.
 """
 import os
 import time
@@ -92,9 +86,11 @@ class SelfPlayLearner(core.Learner):
     self._logger = loggers.make_logger(
         'learner', os.path.join(logdir, 'learner') if logdir else None,
         steps_key='learner/steps')  # TensorBoard keyed by learner steps.
-    self._sgd = tf.function(self._sgd_step, autograph=False)
     if config.policy_loss in updates.POLICY_LOSSES:  # IMPALA's, PPO's.
       self._sgd = updates.make_update(config, self._network, self._optimizer)
+    else:  # NeuRD, A2C, MMD.
+      self._sgd = loss_lib.make_update(config, self._network, self._optimizer,
+                                       self._magnet)
     self._last_log = time.time()
 
   def _weights(self):
@@ -119,27 +115,6 @@ class SelfPlayLearner(core.Learner):
 
   def variables_channel_address(self) -> str:
     return self._store.variables_channel_address()
-
-  def _sgd_step(self, data):
-    c = self._config
-    time_major = lambda x: tf.nest.map_structure(  # pylint: disable=g-long-lambda
-        lambda t: tf.transpose(t, [1, 0] + list(range(2, t.shape.rank))), x)
-    observation = time_major(data['observation'])          # [L, B, ...]
-    with tf.GradientTape() as tape:
-      out = self._network(observation['observation'])      # [L, B, A]
-      magnet = (None if self._magnet is None else
-                self._magnet(observation['observation']).logits[:-1])
-      loss = loss_lib.selfplay_loss(
-          out.logits[:-1], out.q[:-1], observation['legal_actions'][:-1],
-          tf.transpose(data['action'])[:-1], tf.transpose(data['reward'])[:-1],
-          tf.transpose(data['discount'])[:-1],
-          tf.transpose(data['step_type'])[:-1], c, magnet)
-    variables_ = self._network.trainable_variables
-    gradients = tape.gradient(loss.total, variables_)
-    gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
-    applied = learners.apply_if_finite(self._optimizer, gradients, variables_,
-                                       loss.total)
-    return dict(loss._asdict(), gradient_norm=norm, applied=applied)
 
   def wait_for_version(self, version: int, timeout_s: float = 2.0) -> int:
     """Waits up to `timeout_s` for `version`; returns the version served."""
@@ -181,12 +156,10 @@ class SelfPlayLearner(core.Learner):
       self._update_magnet()
     if self._guard is not None:
       self._guard.record_update(applied, self._steps)
-    if self._role == config_lib.MAIN:
-      self._counter.futures.increment(learner_steps=1,
-                                      policy_lag_items=len(lag),
-                                      policy_lag_sum=int(lag.sum()))
-    else:
-      self._counter.futures.increment(**{self._steps_key: 1})
+    self._counter.futures.increment(**(
+        {self._steps_key: 1} if self._role != config_lib.MAIN else
+        dict(learner_steps=1, policy_lag_items=len(lag),
+             policy_lag_sum=int(lag.sum()))))
     if self._steps % min(c.snapshot_every_steps or 50, 50) == 0:
       if self._role == config_lib.MAIN:
         self._league.futures.maybe_add(self._weights(), self.version,
@@ -208,13 +181,11 @@ class SelfPlayLearner(core.Learner):
     """Restarts an exploiter: its network from the initial weights (or the
     main agent's newest snapshot), Adam's moments and step from zero; the
     weights are published as the next version and the league is told."""
-    like = None
-    weights = self._initial
-    if self._config.exploiter_reset == 'main':
-      newest = self._league.newest(config_lib.MAIN)
-      if newest is not None:
-        like = newest[0]
-        weights = self._league.get_weights(like)[1]
+    newest = (self._league.newest(config_lib.MAIN)
+              if self._config.exploiter_reset == 'main' else None)
+    like = None if newest is None else newest[0]
+    weights = self._initial if like is None else self._league.get_weights(
+        like)[1]
     networks.assign_variables(self._network, weights)
     for slot in [self._optimizer.step, *self._optimizer.m,
                  *self._optimizer.v]:

@@ -33,12 +33,13 @@ step_type[t] != LAST (mask m_t):
     minus entropy_cost · m_t H(π(·|o_t)).
 """
 
-from typing import NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import tensorflow as tf
 
 from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import networks as networks_lib
+from repertory.components import learners
 from repertory.components import losses
 
 _LAST = 2  # dm_env.StepType.LAST
@@ -97,3 +98,34 @@ def selfplay_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,
       total=mean(policy + c.baseline_cost * critic - c.entropy_cost * entropy),
       critic=mean(critic), policy=mean(policy), entropy=mean(entropy),
       mean_return=mean(returns))
+
+
+def make_update(config: config_lib.Config, network: Any, optimizer: Any,
+                magnet: Optional[Any] = None
+                ) -> Callable[[Any], Dict[str, Any]]:
+  """One step of `selfplay_loss` per batch of items (`[B, L, ...]`, as the
+  dataset gives them): `update(data) -> metrics`. `magnet`: the network
+  whose logits are MMD's moving magnet (None: uniform or no magnet)."""
+  c = config
+
+  def update(data):
+    time_major = lambda x: tf.nest.map_structure(  # pylint: disable=g-long-lambda
+        lambda t: tf.transpose(t, [1, 0] + list(range(2, t.shape.rank))), x)
+    observation = time_major(data['observation'])          # [L, B, ...]
+    with tf.GradientTape() as tape:
+      out = network(observation['observation'])            # [L, B, A]
+      magnet_logits = (None if magnet is None else
+                       magnet(observation['observation']).logits[:-1])
+      loss = selfplay_loss(
+          out.logits[:-1], out.q[:-1], observation['legal_actions'][:-1],
+          tf.transpose(data['action'])[:-1], tf.transpose(data['reward'])[:-1],
+          tf.transpose(data['discount'])[:-1],
+          tf.transpose(data['step_type'])[:-1], c, magnet_logits)
+    variables = network.trainable_variables
+    gradients = tape.gradient(loss.total, variables)
+    gradients, norm = tf.clip_by_global_norm(gradients, c.max_gradient_norm)
+    applied = learners.apply_if_finite(optimizer, gradients, variables,
+                                       loss.total)
+    return dict(loss._asdict(), gradient_norm=norm, applied=applied)
+
+  return tf.function(update, autograph=False)
