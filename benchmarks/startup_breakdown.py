@@ -54,10 +54,14 @@ _PIECE_CODE = {
     'import ray': 'import ray',
     'import sonnet (pulls tensorflow)': 'import sonnet',
     'import repertory.run (the driver)': 'import repertory.run',
-    'import ray + ray.init() (local, as local_mp)': (
+    'import ray + ray.init() (local, all of Ray)': (
         'import ray, time; t = time.time(); '
         "ray.init(address='local', _node_ip_address='127.0.0.1', "
         'include_dashboard=False); '
+        "print('INIT', time.time() - t); ray.shutdown()"),
+    'import ray + local_mp start (launch.local_ray)': (
+        'import time; from repertory.launch import local_ray; import ray; '
+        't = time.time(); local_ray.start({}, forward_output=False); '
         "print('INIT', time.time() - t); ray.shutdown()"),
 }
 
@@ -94,14 +98,28 @@ def _label(process: psutil.Process, logdir: str) -> str:
     text = ' '.join(process.cmdline())
   except psutil.Error:
     return 'gone'
-  for name in ('raylet', 'gcs_server', 'log_monitor', 'runtime_env_agent',
-               'dashboard_agent', 'dashboard'):
-    if name in text:
+  words = text.split()
+  first = words[0] if words else ''
+  # Ray's agents rename themselves (ray::DashboardAgent); the raylet's own
+  # command line names both agents' commands.
+  for title, name in (('ray::DashboardAgent', 'dashboard_agent'),
+                      ('ray::RuntimeEnvAgent', 'runtime_env_agent')):
+    if first == title:
+      return name
+  scripts = [os.path.basename(w) for w in words[:3]]
+  for script, name in (('raylet', 'raylet'), ('gcs_server', 'gcs_server'),
+                       ('log_monitor.py', 'log_monitor'),
+                       ('monitor.py', 'autoscaler monitor'),
+                       ('dashboard.py', 'dashboard (API server)'),
+                       ('reaper.py', 'repertory reaper')):
+    if script in scripts:
       return name
   if 'repertory.run' in text:
     return 'driver'
-  if 'default_worker' in text:
+  if 'default_worker' in text or first == 'ray::IDLE':
     return 'ray worker (no node yet)'
+  if first.startswith('ray::'):
+    return first
   return text[:60]
 
 

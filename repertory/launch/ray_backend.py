@@ -28,6 +28,7 @@ import cloudpickle
 import ray
 
 from repertory.launch import context
+from repertory.launch import deferred_imports
 from repertory.launch import errors
 from repertory.launch import handles as handles_lib
 from repertory.launch import hosting
@@ -52,6 +53,10 @@ _MAX_TASK_EVENTS_IN_GCS = 10_000
 _LOCAL_SYSTEM_CONFIG = {
     'task_events_report_interval_ms': 0,  # 0: no task events are reported.
     'task_events_max_num_task_in_gcs': _MAX_TASK_EVENTS_IN_GCS,
+    # The raylet starts its first workers (as many as the machine has CPUs)
+    # as soon as it is up, not once the launcher has connected: the first
+    # nodes find a process ready (BENCHMARKS.md, lean helper's section).
+    'enable_worker_prestart': True,
 }
 
 
@@ -266,6 +271,7 @@ class NodeActor:
   """The Ray actor hosting one unit (wrapped with ray.remote at launch)."""
 
   def __init__(self, spec: Mapping[str, Any]):
+    deferred_imports.defer()  # Before the node's modules import TensorFlow.
     if spec['log_path']:
       _redirect_output(spec['log_path'])
     os.environ.update(spec['env'])
