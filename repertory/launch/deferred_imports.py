@@ -3,24 +3,55 @@
 TensorFlow 2.15 imports Keras at start-up (to register its optimizers), and
 Keras imports pandas in case a model is fed a pandas DataFrame; no node of
 repertory uses pandas, yet every process with TensorFlow would carry it.
-`defer(('pandas',))` makes the first `import pandas` in this process return
-a module whose code runs on first attribute access
-(`importlib.util.LazyLoader`, the standard library's lazy import): code
-that uses pandas gets the real module; a process that only imports it never
-loads it. Installed in every node process of local_mp / ray
+`defer(('pandas',))` makes `import pandas` in this process return a module
+whose code runs on the first use of one of its attributes (as the standard
+library's `importlib.util.LazyLoader`, which would also run it when
+TensorFlow's autograph reads every module's `__file__`): code that uses
+pandas gets the real module; a process that only imports it never loads it. Installed in every node process of local_mp / ray
 (`ray_backend.NodeActor`); the launcher's own process is left alone.
 """
 
 import importlib.abc
-import importlib.util
 import sys
+import threading
+import types
 from typing import Iterable, Optional
 
 DEFAULT = ('pandas',)
+_LOCK = threading.RLock()
+
+
+class _DeferredModule(types.ModuleType):
+  """A module whose code has not run yet. Its import-system attributes
+  (`__name__`, `__file__`, `__spec__`, `__path__`, ...) are set, so code
+  that only scans `sys.modules` (TensorFlow's autograph reads every module's
+  `__file__`) leaves it unloaded; any other attribute runs its code first."""
+
+  def __getattr__(self, name):
+    with _LOCK:
+      if type(self) is _DeferredModule:  # pylint: disable=unidiomatic-typecheck
+        loader = self.__spec__.loader.wrapped
+        self.__class__ = types.ModuleType
+        self.__loader__ = self.__spec__.loader = loader
+        loader.exec_module(self)  # As an import would, in this module.
+    return getattr(self, name)
+
+
+class _DeferringLoader(importlib.abc.Loader):
+  """Creates the module as `wrapped` would and leaves its code for later."""
+
+  def __init__(self, wrapped: importlib.abc.Loader):
+    self.wrapped = wrapped
+
+  def create_module(self, spec):
+    return self.wrapped.create_module(spec)
+
+  def exec_module(self, module):
+    module.__class__ = _DeferredModule
 
 
 class _DeferringFinder(importlib.abc.MetaPathFinder):
-  """Finds `names` with the other finders and makes their loaders lazy."""
+  """Finds `names` with the other finders and defers their code."""
 
   def __init__(self, names: Iterable[str]):
     self.names = frozenset(names)
@@ -38,7 +69,7 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
       return None
     if spec.loader is None or not hasattr(spec.loader, 'exec_module'):
       return spec  # Namespace packages, builtins: imported as usual.
-    spec.loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = _DeferringLoader(spec.loader)
     return spec
 
 
