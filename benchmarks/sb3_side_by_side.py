@@ -51,9 +51,11 @@ import numpy as np
 import psutil
 
 _RUNS = flags.DEFINE_list('runs', ['sb3', 'ppo', 'impala', 'seed'],
-                          'Runners, in order: sb3, ppo, impala, seed, or '
+                          'Runners, in order: sb3, ppo, impala, seed, '
                           'ppo_sb3 (repertory PPO with every SB3 rl-zoo '
-                          'setting spelled out, SB3\'s round shape).')
+                          'setting spelled out, SB3\'s round shape), or '
+                          'ppo_mt / impala_mt (as ppo / impala, in one '
+                          'process: --lp_launch_type=local_mt).')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds, each runner.')
 _OUT = flags.DEFINE_string('out', '/tmp/sb3_side_by_side.jsonl',
                            'One JSON line per run is appended here.')
@@ -66,6 +68,11 @@ _AFTER_SOLVE_S = flags.DEFINE_float('after_solve_s', 10.0,
                                     'Seconds watched after the solve.')
 _TIMEOUT_S = flags.DEFINE_float('timeout_s', 120.0, 'Per-run limit.')
 _EVERY = flags.DEFINE_float('every', 0.5, 'Sampling period, seconds.')
+_OWN_STOP = flags.DEFINE_bool(
+    'own_stop', False, 'Let each repertory run stop itself by its default '
+    'stop rule (--stop_at_return=auto, judged by its periodic evaluations) '
+    'and record when the command exited, instead of ending it '
+    '--after_solve_s after the solve.')
 _KEEP = flags.DEFINE_bool('keep_logdirs', False, 'Keep each run\'s logdir.')
 _CURVES = flags.DEFINE_string('curves_dir', '', 'If set, copy each run\'s '
                               'episodes.csv there as <runner>_<seed>.csv.')
@@ -116,18 +123,24 @@ _PPO_SB3_FLAGS = ['--num_actors=2', '--envs_per_actor=4',
 # over total_timesteps): its runners get SB3's 100k; IMPALA and SEED run
 # until the benchmark ends them.
 _BUDGET = {'ppo': 100_000, 'ppo_sb3': 100_000}
+_RUNNERS = ('sb3', 'ppo', 'ppo_sb3', 'impala', 'seed', 'ppo_mt', 'impala_mt')
 
 
 def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
   """The user's command line of one repertory run."""
+  in_threads = runner.endswith('_mt')
+  runner = runner[:-len('_mt')] if in_threads else runner
   agent = {'ppo': 'ppo', 'ppo_sb3': 'ppo', 'impala': 'impala',
            'seed': 'seed'}[runner]
   extra = {'ppo': [], 'ppo_sb3': _PPO_SB3_FLAGS, 'impala': _IMPALA_FLAGS,
            'seed': _IMPALA_FLAGS}[runner]
+  if in_threads:
+    extra = extra + ['--lp_launch_type=local_mt']
   budget = _BUDGET.get(runner, 100_000_000)
+  cartpole = ['--env=gym:CartPole-v1'] if _OWN_STOP.value else _CARTPOLE
   return ([sys.executable, '-m', 'repertory.run', f'--agent={agent}',
            f'--seed={seed}', f'--logdir={logdir}',
-           f'--max_actor_steps={budget}'] + _CARTPOLE + extra +
+           f'--max_actor_steps={budget}'] + cartpole + extra +
           list(_EXTRA.value))
 
 
@@ -288,11 +301,12 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
       first_solve = analyse(_read_episodes(episodes_path), t0,
                             first_step)['solve_s']
     if now - t0 > _TIMEOUT_S.value or (
-        first_solve is not None and now - t0 > first_solve +
-        _AFTER_SOLVE_S.value):
+        first_solve is not None and not _OWN_STOP.value and
+        now - t0 > first_solve + _AFTER_SOLVE_S.value):
       break
     time.sleep(max(0.0, _EVERY.value - (time.time() - now)))
   ended = time.time()
+  exited_by_itself = process.poll() is not None
   if process.poll() is None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -305,6 +319,7 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
       'runner': runner, 'seed': seed, 'command': ' '.join(command[1:]),
       'returncode': process.returncode, 'watched_s': ended - t0,
       'total_s': time.time() - t0, 'peak_pss_gb': peak_pss / 2**30,
+      'exit_s': ended - t0 if exited_by_itself else None,
       'loadavg_start': load_before,
       'loadavg_end': open('/proc/loadavg').read().split()[:3],
       'high_load': float(load_before[0]) > os.cpu_count(),
@@ -321,8 +336,8 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
   return figures
 
 
-def _fmt(values, form, unit=''):
-  shown = [form.format(v) + unit if v is not None else 'not solved'
+def _fmt(values, form, unit='', missing='not solved'):
+  shown = [form.format(v) + unit if v is not None else missing
            for v in values]
   return ' / '.join(shown)
 
@@ -333,11 +348,15 @@ def print_table(results: List[Dict[str, Any]]) -> None:
            'ppo_sb3': 'repertory PPO, SB3\'s rl-zoo settings and network '
                       '(2 x 4 envs, 1 minibatch), local_mp',
            'impala': 'repertory IMPALA (README\'s CartPole flags), local_mp',
-           'seed': 'repertory SEED (IMPALA\'s flags), local_mp'}
+           'seed': 'repertory SEED (IMPALA\'s flags), local_mp',
+           'ppo_mt': 'repertory PPO (defaults), local_mt (one process)',
+           'impala_mt': 'repertory IMPALA (README\'s CartPole flags), '
+                        'local_mt (one process)'}
   print('| | time to 475 from launch (per seed) | start-up before the first '
         'training step | env steps/s | steps at 475 | peak PSS of the '
-        'process tree | fell below 400 after 475 | loadavg at start |')
-  print('|---|---|---|---|---|---|---|---|')
+        'process tree | fell below 400 after 475 | the command exited '
+        '(--own_stop) | loadavg at start |')
+  print('|---|---|---|---|---|---|---|---|---|')
   by_runner = collections.OrderedDict()
   for r in results:
     by_runner.setdefault(r['runner'], []).append(r)
@@ -354,8 +373,12 @@ def print_table(results: List[Dict[str, Any]]) -> None:
         (f'{min(startups):.1f}-{max(startups):.1f} s' if startups else '-'),
         (f'{min(rates) / 1e3:.1f}-{max(rates) / 1e3:.1f}k' if rates else '-'),
         _fmt([r['solve_steps'] for r in rs], '{:,}'),
-        f'{max(r["peak_pss_gb"] for r in rs):.2f} GB',
+        # peak_pss_gb is in GiB (2**30 bytes); 1 GiB is 1.074 GB.
+        f'{max(r["peak_pss_gb"] for r in rs):.2f} GiB',
         f'{sum(collapses)} of {len(collapses)} solved runs',
+        (_fmt([r.get('exit_s') for r in rs], '{:.1f}', ' s',
+              missing='killed')
+         if any('exit_s' in r for r in rs) else '-'),
         ' / '.join(loads),
     ]
     print('| ' + ' | '.join(cells) + ' |')
@@ -406,9 +429,9 @@ def main(argv):
       print_table([json.loads(line) for line in f if line.strip()])
     return
   for runner in _RUNS.value:
-    if runner not in ('sb3', 'ppo', 'ppo_sb3', 'impala', 'seed'):
+    if runner not in _RUNNERS:
       raise app.UsageError(f'--runs: unknown runner {runner!r}; choose from '
-                           'sb3, ppo, ppo_sb3, impala, seed.')
+                           f'{", ".join(_RUNNERS)}.')
   results = []
   for seed in [int(s) for s in _SEEDS.value]:
     for runner in _RUNS.value:

@@ -78,7 +78,7 @@ class A3CActor(rollout_actor.RolloutActor):
       self._network = networks_lib.make_network(
           self._config.hidden_sizes, self.observation_spec, self.action_spec)
     self._variables = a3c_networks.variable_list(self._network)
-    self._gradients = tf.function(self._gradients_impl)
+    self._gradients = tf.function(self._gradients_impl, autograph=False)
     self.rollouts = 0
     self.last_version = -1
 

@@ -59,11 +59,12 @@ class PPO(learners.Algorithm):
     self._rng = np.random.RandomState(seed)
     self.rounds = 0
     flat = lambda dtype, *shape: tf.TensorSpec((None,) + shape, dtype)
+    # No data-dependent Python control flow: autograph only slows tracing.
     self._minibatch_step = tf.function(self._minibatch_step_impl, [
         flat(tf.as_dtype(spec.observations.dtype), *spec.observations.shape),
         flat(tf.int32), flat(tf.float32), flat(tf.float32), flat(tf.float32),
-        flat(tf.float32)])
-    self._advantages = tf.function(self._advantages_impl)
+        flat(tf.float32)], autograph=False)
+    self._advantages = tf.function(self._advantages_impl, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
     return {mlp_policy.POLICY: networks.get_variables(self.network)}

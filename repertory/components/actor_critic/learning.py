@@ -62,7 +62,7 @@ class VTrace(learners.Algorithm):
     self._mirror = 0
     self._iterator = None
     self._waited = 0
-    self._train_step = tf.function(self._train_step_fn)
+    self._train_step = tf.function(self._train_step_fn, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
     return {networks_lib.POLICY: networks.get_variables(self.network)}
