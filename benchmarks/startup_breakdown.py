@@ -9,7 +9,8 @@ other: the interpreter, `import tensorflow`, `import reverb`, `import ray`,
 the modules the driver needs (`repertory.run`'s imports).
 
 Part 2 starts `python -m repertory.run <args after -->` (plus
-`--stop_at_return=never`) and, every `--every` seconds until the learner's
+`--stop_at_return=never`, and `--config.learner_log_every=1` for IMPALA and
+SEED, whose learners otherwise write their first CSV row at step 100) and, every `--every` seconds until the learner's
 first `learner.csv` row (its first update) appears, records:
 
 - when the driver printed its first line (flags parsed, agent and program
@@ -153,6 +154,11 @@ _LOGDIR = ['']
 def breakdown(run_args: List[str]) -> None:
   logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
   _LOGDIR[0] = logdir
+  # The learner's first CSV row marks its first update: IMPALA's and SEED's
+  # learners log every `learner_log_every` (100) steps unless told 1.
+  if (any(a in ('--agent=impala', '--agent=seed') for a in run_args) and
+      not any(a.startswith('--config.learner_log_every') for a in run_args)):
+    run_args = run_args + ['--config.learner_log_every=1']
   command = [sys.executable, '-m', 'repertory.run', f'--logdir={logdir}',
              '--stop_at_return=never', '--eval_episodes=1'] + run_args
   print('\nPart 2:', ' '.join(command[1:]))
