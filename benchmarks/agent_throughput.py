@@ -18,10 +18,12 @@ on the same machine:
   inference calls);
 * `impala` / `seed`: the same with learning on.
 
-Program rates are steady-state: actor steps counted by the program's
-`Counter` over `--seconds` after a warm-up, read from the launcher. The
-table printed at the end (and written to `--out` as JSON) gives steps/s and
-the ratio to the ceiling.
+The programs run without the periodic evaluator and never stop on a solved
+environment (`eval_every_steps=0`, `stop_at_return=None`): the figure is
+acting alone. Program rates are steady-state: actor steps counted by the
+program's `Counter` over `--seconds` after a warm-up, read from the
+launcher. The table printed at the end (and written to `--out` as JSON)
+gives steps/s and the ratio to the ceiling.
 """
 
 import functools
@@ -30,7 +32,7 @@ import multiprocessing
 import os
 import sys
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from absl import app
 from absl import flags
@@ -60,6 +62,7 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   early would otherwise run part of its window alone).
   """
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
+  from repertory.components.actor_critic import config as actor_critic_config  # pylint: disable=g-import-not-at-top
   from repertory.components.actor_critic import networks  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.components import actors  # pylint: disable=g-import-not-at-top
@@ -67,7 +70,8 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   config = config_lib.Config()
   env = environments.make_batched(
       env_spec, num_envs, seed=seed,
-      kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
+      kind=actor_critic_config.batched_env_kind(config.batched_env_kind,
+                                                env_spec))
   policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
                            seed=seed)
   state = policy.initial_state(num_envs)
@@ -83,16 +87,27 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
     step()
   queue.put('ready')
   start_event.wait()
-  steps, start = 0, time.perf_counter()
+  steps, start, cpu = 0, time.perf_counter(), time.process_time()
   while time.perf_counter() - start < seconds:
     step()
     steps += 1
-  queue.put(steps * num_envs / (time.perf_counter() - start))
+  # (env steps/s, CPU seconds per env step) of this process.
+  queue.put((steps * num_envs / (time.perf_counter() - start),
+             (time.process_time() - cpu) / max(steps * num_envs, 1)))
   env.close()
 
 
 def measure_ceiling(env_spec: str, num_actors: int, num_envs: int,
                     seconds: float) -> float:
+  """The summed env steps/s of `num_actors` raw-loop processes."""
+  return sum(rate for rate, _ in measure_raw_loops(env_spec, num_actors,
+                                                   num_envs, seconds))
+
+
+def measure_raw_loops(env_spec: str, num_actors: int, num_envs: int,
+                      seconds: float) -> List[Any]:
+  """(env steps/s, CPU seconds per env step) of each of `num_actors`
+  raw-loop processes measuring one common window."""
   context = multiprocessing.get_context('spawn')
   queue, start_event = context.Queue(), context.Event()
   processes = [context.Process(
@@ -107,13 +122,20 @@ def measure_ceiling(env_spec: str, num_actors: int, num_envs: int,
   results = [queue.get(timeout=600) for _ in range(num_actors)]
   for p in processes:
     p.join(60)
-  return float(sum(results))
+  return [tuple(float(x) for x in r) for r in results]
 
 
 def measure_program(agent: str, env_spec: str, num_actors: int,
                     num_envs: int, train: bool, seconds: float,
-                    warmup: float) -> Dict[str, float]:
-  """Steady-state actor (and learner) steps/s of a program in local_mp."""
+                    warmup: float, probe: Any = None) -> Dict[str, Any]:
+  """Steady-state actor (and learner) steps/s of a program in local_mp.
+
+  `probe` (optional) has `start(launched)` and `stop(launched) -> dict`,
+  called at the two ends of the measurement window, and
+  `after(launched) -> dict`, called after it (still running); their dicts
+  are merged into the result (`actor_profile.py` reads each node process's
+  CPU time and samples an actor's stacks there).
+  """
   from repertory import agents  # pylint: disable=g-import-not-at-top
   from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
   from repertory import launch  # pylint: disable=g-import-not-at-top
@@ -125,6 +147,8 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
   experiment = experiment_lib.ExperimentConfig(
       agent=agent, env=env_spec, num_actors=num_actors,
       envs_per_actor=num_envs, max_actor_steps=10**12, eval_episodes=1,
+      eval_every_steps=0,  # No periodic evaluator: acting only.
+      stop_at_return=None,  # Never stops on a solved environment.
       logdir=logdir, launch_type='local_mp', progress_every_seconds=30.0)
   program = module.make_program(config, experiment)
   launched = launch.launch(program, launch_type='local_mp', block=False,
@@ -139,18 +163,25 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
                            f'{logdir}/nodes.')
       time.sleep(0.5)
     time.sleep(warmup)
+    extra = {}
+    if probe is not None:
+      probe.start(launched)
     c0, t0 = counter.get_counts(), time.monotonic()
     time.sleep(seconds)
     c1, t1 = counter.get_counts(), time.monotonic()
+    if probe is not None:
+      extra.update(probe.stop(launched))
+      extra.update(probe.after(launched))
   finally:
     launched.stop(timeout=120)
   dt = t1 - t0
-  return {
-      'actor_steps_per_second':
-          (c1.get('actor_steps', 0) - c0.get('actor_steps', 0)) / dt,
-      'learner_steps_per_second':
-          (c1.get('learner_steps', 0) - c0.get('learner_steps', 0)) / dt,
-  }
+  return dict(
+      extra,
+      actor_steps_per_second=(
+          c1.get('actor_steps', 0) - c0.get('actor_steps', 0)) / dt,
+      learner_steps_per_second=(
+          c1.get('learner_steps', 0) - c0.get('learner_steps', 0)) / dt,
+      window_seconds=dt)
 
 
 def main(argv: List[str]) -> None:

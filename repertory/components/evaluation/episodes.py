@@ -39,12 +39,15 @@ class EpisodeTracker:
 
   def observe(self, step_type: np.ndarray, reward: np.ndarray) -> None:
     step_type = np.asarray(step_type)
+    # Every row adds its reward and a step; rows that start an episode are
+    # then zeroed (their reward is ignored). Few steps are FIRST: one
+    # masked write instead of four per step.
+    self._returns += reward
+    self._lengths += 1
     first = step_type == _FIRST
-    self._returns[first] = 0.0
-    self._lengths[first] = 0
-    rest = ~first
-    self._returns[rest] += np.asarray(reward, np.float64)[rest]
-    self._lengths[rest] += 1
+    if first.any():
+      self._returns[first] = 0.0
+      self._lengths[first] = 0
     last = step_type == _LAST
     if last.any():
       self._finished_returns.extend(self._returns[last].tolist())

@@ -1,0 +1,750 @@
+r"""Where an actor's time goes beyond the raw loop, and a model of the
+fraction of the raw ceiling on more cores, fitted from measurements.
+
+  # measure (one locked run per agent; each writes its JSON)
+  python benchmarks/actor_profile.py --agent=impala --envs=catch \
+      --out=/tmp/impala.json
+  python benchmarks/actor_profile.py --agent=seed --envs=catch \
+      --out=/tmp/seed.json
+  # the model from the JSON files, validated and extrapolated
+  python benchmarks/actor_profile.py --model=/tmp/impala.json,/tmp/seed.json
+  # IMPALA's acting path piece by piece in one process (no Ray)
+  python benchmarks/actor_profile.py --inprocess --envs=catch --seconds=6
+
+A full run (learner off and on, 1, 2 and 4 actors) takes several minutes;
+`--train=0` and `--train=1` split it.
+
+For each number of actors A (and learner off / on) it runs, like
+`agent_throughput.py`, A raw-loop processes (the ceiling), the same raw
+loop as A nodes of a `local_mp` program (what Ray's worker processes cost
+the loop itself; `--noraw_in_ray` skips it) and the agent's program in
+`local_mp`, and within the program's measurement window reads:
+
+* the CPU seconds (`/proc/<pid>/stat`, user + system, all threads) of every
+  node process (grouped by the node's group label: actor, replay, learner,
+  counter, monitor, ...), of the rest of the process tree (Ray's GCS,
+  raylet, the driver: `ray`) and of the whole machine (the rest is other
+  users' load: `others`), each per env step the program took;
+* the CPU seconds of actor 0's threads (the loop's thread against Reverb's
+  and Ray's own);
+* after the window, a `py-spy` sample of actor 0's loop (its CPU per batched
+  step split into environment, policy or inference round trip, adder and
+  Reverb writes, episode bookkeeping, weights, reports and the loop itself)
+  and, for SEED, of the learner's process (the inference server's CPU by
+  part).
+
+The model (`--model`) is three bounds on the program's env steps/s on C
+cores with A actors:
+
+  X = min(A / (u_a + w), C / (u_a + u_s), 1 / u_g)
+
+u_a: an actor's CPU seconds per env step (the parallel part); u_s: the CPU
+seconds of every other process of the program per env step (Reverb,
+learner or inference server, counter, monitor, Ray: the shared part); w: an
+actor's time per env step off its CPU that is not contention (the inference
+round trip of SEED); u_g (SEED only): the CPU per env step of the learner's
+process, whose inference servers and learner share one GIL, so it serves
+at most one core's worth; all fitted from the 1- and 2-actor runs. The raw
+ceiling is min(A, C) / r, r the raw loop's CPU seconds per env step. The
+model is validated by predicting the measured 4-actor runs (with the cores
+other users left free in that run) before extrapolating to 4, 8 and 16
+cores.
+
+Needs `py-spy` (the `bench` extra); without it, `--no_pyspy`.
+"""
+
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import agent_throughput
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+_AGENT = flags.DEFINE_enum('agent', 'impala', ['impala', 'seed'],
+                           'Agent to measure.')
+_TRAIN = flags.DEFINE_list('train', ['0', '1'],
+                           'Learner off (0) and/or on (1).')
+# --envs, --num_actors, --envs_per_actor, --seconds, --warmup_seconds and
+# --out are agent_throughput.py's flags (defaults there).
+_PROFILE_SECONDS = flags.DEFINE_float('profile_seconds', 6.0,
+                                      'py-spy sampling after the window.')
+_PYSPY = flags.DEFINE_bool('pyspy', True, 'Sample stacks with py-spy.')
+_INPROCESS = flags.DEFINE_bool(
+    'inprocess', False, "Measure IMPALA's acting path in one process, piece "
+    'by piece, instead of launching programs.')
+_RAW_IN_RAY = flags.DEFINE_bool(
+    'raw_in_ray', True, 'Also run the raw loop in node processes of a '
+    'local_mp program (where the actors run).')
+_MODEL = flags.DEFINE_list('model', [],
+                           'JSON files of earlier runs: fit, validate and '
+                           'extrapolate the model instead of measuring.')
+_CORES = flags.DEFINE_list('cores', ['2', '4', '8', '16'],
+                           'Core counts to extrapolate to.')
+
+
+# --- CPU accounting -----------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+  try:
+    times = psutil.Process(pid).cpu_times()
+  except psutil.Error:
+    return None
+  return times.user + times.system
+
+
+def _tid_cpu(pid: int) -> Dict[str, float]:
+  """CPU seconds of each thread of a process, by thread id."""
+  try:
+    return {str(t.id): t.user_time + t.system_time
+            for t in psutil.Process(pid).threads()}
+  except psutil.Error:
+    return {}
+
+
+def _thread_cpu(pid: int) -> Dict[str, float]:
+  """CPU seconds of a process's threads, summed by thread name (the main
+  thread is 'main')."""
+  out = collections.defaultdict(float)
+  try:
+    threads = psutil.Process(pid).threads()
+  except psutil.Error:
+    return {}
+  for thread in threads:
+    try:
+      with open(f'/proc/{pid}/task/{thread.id}/comm') as f:
+        name = f.read().strip()
+    except OSError:
+      continue
+    name = 'main' if thread.id == pid else re.sub(r'[-_:]?\d+$', '', name)
+    out[name] += thread.user_time + thread.system_time
+  return dict(out)
+
+
+def _machine_busy_seconds() -> float:
+  times = psutil.cpu_times()
+  return sum(times) - times.idle - getattr(times, 'iowait', 0.0)
+
+
+class CpuProbe:
+  """CPU seconds of each node process (by group label), of the rest of the
+  launcher's process tree and of the machine, over the window; then py-spy
+  samples (see module doc)."""
+
+  def __init__(self, agent: str, profile_seconds: float, pyspy: bool):
+    self._agent = agent
+    self._profile_seconds = profile_seconds
+    self._pyspy = pyspy and shutil.which('py-spy') is not None
+    self._pids: Dict[str, Tuple[str, int]] = {}
+    self._start: Dict[int, float] = {}
+
+  def _node_pids(self, launched) -> Dict[str, Tuple[str, int]]:
+    backend = launched._backend  # pylint: disable=protected-access
+    pids = {}
+    for unit in launched.program.units:
+      pid = backend._pid_of(unit.unit_id)  # pylint: disable=protected-access
+      if pid is not None:
+        pids[unit.unit_id] = (unit.label, pid)
+    return pids
+
+  def _snapshot(self) -> Dict[int, float]:
+    me = psutil.Process()
+    tree = [me.pid] + [c.pid for c in me.children(recursive=True)]
+    out = {}
+    for pid in set(tree) | {pid for _, pid in self._pids.values()}:
+      cpu = _cpu_seconds(pid)
+      if cpu is not None:
+        out[pid] = cpu
+    out[-1] = _machine_busy_seconds()
+    return out
+
+  def start(self, launched) -> None:
+    self._pids = self._node_pids(launched)
+    self._start = self._snapshot()
+    self._actor_pid = self._pids.get('actor/0', (None, None))[1]
+    self._threads0 = _thread_cpu(self._actor_pid) if self._actor_pid else {}
+    self._tids0 = _tid_cpu(self._actor_pid) if self._actor_pid else {}
+    self._t0 = time.monotonic()
+
+  def stop(self, launched) -> Dict[str, Any]:
+    del launched
+    end = self._snapshot()
+    threads = _thread_cpu(self._actor_pid) if self._actor_pid else {}
+    tids = _tid_cpu(self._actor_pid) if self._actor_pid else {}
+    dt = time.monotonic() - self._t0
+    actor0_threads = {k: v - self._threads0.get(k, 0.0)
+                      for k, v in threads.items()}
+    node_pids = {pid for _, pid in self._pids.values()}
+    cpu = collections.defaultdict(float)
+    actors = []
+    for unit_id, (label, pid) in sorted(self._pids.items()):
+      if pid in self._start and pid in end:
+        used = end[pid] - self._start[pid]
+        cpu[label] += used
+        if label == 'actor':
+          actors.append(used)
+    for pid in end:
+      if pid >= 0 and pid not in node_pids and pid in self._start:
+        cpu['ray'] += end[pid] - self._start[pid]
+    ours = sum(cpu.values())
+    cpu['others'] = max(end[-1] - self._start[-1] - ours, 0.0)
+    return {'cpu_seconds': dict(cpu), 'cpu_window_seconds': dt,
+            'actor_cpu_seconds': actors,
+            'actor0_thread_cpu_seconds': {
+                k: v for k, v in actor0_threads.items() if v > 0},
+            'actor0_tid_cpu_seconds': {
+                k: v - self._tids0.get(k, 0.0) for k, v in tids.items()
+                if v - self._tids0.get(k, 0.0) > 0},
+            'cores': psutil.cpu_count(),
+            'loadavg': open('/proc/loadavg').read().split()[:3]}
+
+  def after(self, launched) -> Dict[str, Any]:
+    if not self._pyspy:
+      return {}
+    targets = {'actor': self._pids.get('actor/0', (None, None))[1]}
+    if self._agent == 'seed':
+      learner = [pid for label, pid in self._pids.values()
+                 if label == 'learner']
+      targets['server'] = learner[0] if learner else None
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+      procs = {}
+      for name, pid in targets.items():
+        if pid is None:
+          continue
+        path = os.path.join(tmp, name + '.txt')
+        # Active samples only: a Ray worker holds ~300 threads, most idle,
+        # which py-spy cannot sample much faster than this.
+        cmd = ['py-spy', 'record', '--pid', str(pid), '--duration',
+               str(int(self._profile_seconds)), '--rate', '40', '--format',
+               'raw', '--threads', '--nonblocking', '-o', path]
+        procs[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL), path)
+      for name, (proc, path) in procs.items():
+        proc.wait(timeout=self._profile_seconds + 60)
+        if os.path.exists(path):
+          with open(path) as f:
+            out['pyspy_' + name] = f.read()
+    del launched
+    return out
+
+
+# --- stack classification -----------------------------------------------------
+
+_FRAME = re.compile(r'^(?P<func>.*) \((?P<file>[^:()]*)(?::\d+)?\)$')
+
+
+def _frames(stack: str) -> List[Tuple[str, str]]:
+  out = []
+  for part in stack.split(';'):
+    m = _FRAME.match(part)
+    # py-spy qualifies methods ('BatchedActor._act'): keep the last name.
+    out.append((m.group('func').rpartition('.')[2], m.group('file'))
+               if m else (part, ''))
+  return out
+
+
+def _category_below(frames, i) -> str:
+  """The category of a sample whose frame i is `_step` (batched.py)."""
+  rest = frames[i + 1:]
+  if not rest:
+    return 'actor loop'
+  func, path = rest[0]
+  deeper = ' '.join(p for _, p in rest)
+  if 'environments' in path:
+    return 'environment'
+  if 'inference/client' in path:
+    funcs = [f for f, _ in rest]
+    if any(f in ('recv_into', '_recv_exactly', 'recv', '_read', 'read')
+           for f in funcs) or 'selectors' in deeper:
+      return 'inference: waiting for the server'
+    return 'inference: encode/send/decode'
+  if 'networks' in path:
+    return 'policy'
+  if 'adders' in path:
+    if 'reverb' in deeper or any(f in ('_flush', '_insert_step', 'flush')
+                                 for f, _ in rest):
+      return 'adder: Reverb writes'
+    return 'adder: buffers'
+  if 'episodes' in path:
+    return 'episode bookkeeping'
+  return 'actor loop'
+
+
+def loop_thread(raw: str) -> Optional[str]:
+  """The id of the thread that runs `BatchedActor._act` (py-spy raw)."""
+  for line in raw.splitlines():
+    if 'BatchedActor._act (' in line:
+      m = re.match(r'thread \((?:0x)?(\w+)\)', line)
+      if m:
+        return m.group(1)
+  return None
+
+
+def classify_actor(raw: str) -> Dict[str, int]:
+  """Samples of an actor's loop thread by category (py-spy raw format)."""
+  counts = collections.Counter()
+  for line in raw.splitlines():
+    stack, _, n = line.rpartition(' ')
+    if not stack:
+      continue
+    frames = _frames(stack)
+    names = [(f, p.rsplit('/', 1)[-1]) for f, p in frames]
+    try:
+      i = names.index(('_act', 'batched.py'))
+    except ValueError:
+      continue  # Another thread, or before/after the loop.
+    child = frames[i + 1][0] if i + 1 < len(frames) else ''
+    if child == '_step':
+      category = _category_below(frames, i + 1)
+    elif child == '_refresh_weights':
+      category = 'weights (variable client)'
+    elif child in ('report', 'acquire'):
+      category = 'reports and step budget'
+    else:
+      category = 'actor loop'
+    counts[category] += int(n)
+  return dict(counts)
+
+
+def classify_server(raw: str) -> Dict[str, int]:
+  """CPU samples of SEED's learner process (inference server + learner)."""
+  counts = collections.Counter()
+  for line in raw.splitlines():
+    stack, _, n = line.rpartition(' ')
+    if not stack:
+      continue
+    paths = [p for _, p in _frames(stack)]
+    funcs = [f for f, _ in _frames(stack)]
+    if '_inference' in funcs:
+      i = funcs.index('_inference')
+      below = ' '.join(paths[i + 1:])
+      if 'adders' in below:
+        category = 'server: adder and Reverb writes'
+      elif 'networks' in below:
+        category = 'server: policy'
+      elif 'variables' in below:
+        category = 'server: weights'
+      else:
+        category = 'server: batching and per-actor state'
+    elif any('batching' in p for p in paths):
+      category = 'server: dynamic batching (stack/split)'
+    elif any('channel' in p or 'codec' in p for p in paths):
+      category = 'server: channel (receive, decode, encode, send)'
+    elif any('learning' in p or 'learners' in p for p in paths):
+      category = 'learner'
+    else:
+      category = 'other threads'
+    counts[category] += int(n)
+  return dict(counts)
+
+
+# --- one process ------------------------------------------------------------
+
+
+def inprocess(env_spec: str, num_envs: int, seconds: float
+              ) -> Dict[str, Dict[str, float]]:
+  """IMPALA's acting path in this process, piece by piece: the raw loop,
+  a `BatchedActor` writing nothing, and one writing unrolls through an
+  `UnrollAdder` to a Reverb server in this process (its queue as IMPALA's
+  with the learner off). Per env step: wall, this process's CPU and the
+  main thread's CPU (microseconds)."""
+  # pylint: disable=g-import-not-at-top
+  import reverb
+  from repertory import environments
+  from repertory import experiment as experiment_lib
+  from repertory.agents.impala import config as config_lib
+  from repertory.components import actors
+  from repertory.components import adders
+  from repertory.components.actor_critic import config as ac_config
+  from repertory.components.actor_critic import networks
+  from repertory.components.actor_critic import tables
+  # pylint: enable=g-import-not-at-top
+  actors.limit_tf_threads()
+  config = config_lib.Config(train=False)
+  spec = experiment_lib.environment_spec(env_spec)
+  server = reverb.Server(tables.make_tables(config, spec))
+  client = reverb.Client(f'localhost:{server.port}')
+  kind = ac_config.batched_env_kind(config.batched_env_kind, env_spec)
+  results = {}
+
+  def timed(name, step, per_call=1):
+    for _ in range(200 // per_call):
+      step()
+    steps, w0 = 0, time.perf_counter()
+    c0, t0 = time.process_time(), time.thread_time()
+    while time.perf_counter() - w0 < seconds:
+      step()
+      steps += num_envs * per_call
+    wall = time.perf_counter() - w0
+    results[name] = {'wall_us': 1e6 * wall / steps,
+                     'process_cpu_us': 1e6 * (time.process_time() - c0) / steps,
+                     'main_thread_cpu_us':
+                         1e6 * (time.thread_time() - t0) / steps}
+    print(f'   {name}: ' + ', '.join(f'{k} {v:.2f}'
+                                     for k, v in results[name].items()),
+          flush=True)
+
+  for variant in ('raw', 'actor_no_adder', 'actor'):
+    env = environments.make_batched(env_spec, num_envs, seed=0, kind=kind)
+    policy = networks.Policy(config, env.observation_spec(),
+                             env.action_spec(), seed=0)
+    if variant == 'raw':
+      state = {'timestep': env.reset(), 'state': policy.initial_state(
+          num_envs)}
+
+      def raw_step(env=env, policy=policy, state=state):
+        timestep = state['timestep']
+        action, _, state['state'] = policy.step(
+            timestep.observation, state['state'], timestep.first())
+        state['timestep'] = env.step(action)
+      timed(variant, raw_step)
+      env.close()
+      continue
+    adder = None
+    if variant == 'actor':
+      adder = adders.UnrollAdder(
+          client, tables.TABLE, unroll_length=config.unroll_length,
+          num_envs=num_envs, actor_id=0,
+          environment_spec=adders.EnvironmentSpec(
+              spec.observations, spec.actions, None, None),
+          extras_spec={'logits': np.zeros((networks.num_actions(
+              spec.actions),), np.float32)},
+          core_state_spec=networks.state_spec(config))
+    actor = actors.BatchedActor(env, policy, adder,
+                                report_every=config.unroll_length)
+    timed(variant, lambda actor=actor: actor.run(num_steps=100), 100)
+    actor.close()
+    if adder is not None:
+      adder.close()
+  server.stop()
+  return results
+
+
+# --- the raw loop in Ray workers ----------------------------------------------
+
+
+def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
+                   out_path: str) -> None:
+  """A `PyNode` body: the raw loop, in a node process of local_mp."""
+  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+  import json
+  import os
+  import time
+  from repertory import environments
+  from repertory.agents.impala import config as config_lib
+  from repertory.components import actors
+  from repertory.components.actor_critic import config as ac_config
+  from repertory.components.actor_critic import networks
+  # pylint: enable=g-import-not-at-top,redefined-outer-name,reimported
+  actors.limit_tf_threads()
+  config = config_lib.Config()
+  env = environments.make_batched(
+      env_spec, num_envs, seed=seed,
+      kind=ac_config.batched_env_kind(config.batched_env_kind, env_spec))
+  policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
+                           seed=seed)
+  state, timestep = policy.initial_state(num_envs), env.reset()
+  steps, start, cpu = 0, None, None
+  begin = time.perf_counter()
+  while True:
+    now = time.perf_counter()
+    if start is None and now - begin > 2.0:  # Warm-up.
+      steps, start, cpu = 0, now, time.thread_time()
+    if start is not None and now - start >= seconds:
+      break
+    action, _, state = policy.step(timestep.observation, state,
+                                   timestep.first())
+    timestep = env.step(action)
+    steps += num_envs
+  with open(out_path, 'w') as f:
+    json.dump([steps / (now - start), (time.thread_time() - cpu) / steps,
+               os.nice(0)], f)
+  env.close()
+
+
+def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
+                       seconds: float) -> List[Any]:
+  """(env steps/s, CPU seconds per env step, niceness) of the raw loop in
+  each of `num_actors` node processes of a local_mp program (Ray workers):
+  what the same loop costs where the framework's actors run."""
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory() as tmp:
+    program = launch.Program('raw_in_ray')
+    paths = [os.path.join(tmp, f'{i}.json') for i in range(num_actors)]
+    with program.group('actor'):
+      for i, path in enumerate(paths):
+        program.add_node(launch.PyNode(_raw_loop_node, env_spec, num_envs,
+                                       i * num_envs, seconds, path))
+    launched = launch.launch(program, launch_type='local_mp', block=False,
+                             logdir=os.path.join(tmp, 'nodes'),
+                             termination_notice_secs=5)
+    launched.wait(timeout=300)
+    out = []
+    for path in paths:
+      with open(path) as f:
+        out.append(tuple(json.load(f)))
+    return out
+
+
+# --- measuring ----------------------------------------------------------------
+
+
+def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
+  """Appends a run per number of actors and learner setting to `runs`."""
+  num_envs = agent_throughput._ENVS_PER_ACTOR.value
+  seconds = agent_throughput._SECONDS.value
+  for num_actors in [int(a) for a in agent_throughput._NUM_ACTORS.value]:
+    loops = agent_throughput.measure_raw_loops(env_spec, num_actors,
+                                               num_envs, seconds)
+    in_ray = []
+    if _RAW_IN_RAY.value:
+      in_ray = measure_raw_in_ray(env_spec, num_actors, num_envs, seconds)
+      print(f'   raw loop in Ray workers: {in_ray}', flush=True)
+    for train in [bool(int(t)) for t in _TRAIN.value]:
+      print(f'== {agent} {env_spec} actors={num_actors} train={train}',
+            flush=True)
+      probe = CpuProbe(agent, _PROFILE_SECONDS.value, _PYSPY.value)
+      result = agent_throughput.measure_program(
+          agent, env_spec, num_actors, num_envs, train, seconds,
+          agent_throughput._WARMUP.value, probe=probe)
+      result.update(agent=agent, env=env_spec, num_actors=num_actors,
+                    train=train, envs_per_actor=num_envs,
+                    raw_loops=loops, raw_loops_in_ray=in_ray,
+                    ceiling=sum(rate for rate, _ in loops))
+      for key in ('pyspy_actor', 'pyspy_server'):
+        if key in result:
+          classify = classify_actor if key == 'pyspy_actor' else (
+              classify_server)
+          result[key.replace('pyspy', 'samples')] = classify(result[key])
+          # The most frequent stacks stay in the JSON (to classify again).
+          lines = sorted(result[key].splitlines(),
+                         key=lambda l: -int(l.rpartition(' ')[2] or 0))
+          result[key] = '\n'.join(lines[:300])
+      print('   ' + summary_line(result), flush=True)
+      runs.append(result)
+      if agent_throughput._OUT.value:  # After every run: a timeout keeps them.
+        with open(agent_throughput._OUT.value, 'w') as f:
+          json.dump(runs, f, indent=1)
+
+
+def per_step(run: Dict[str, Any]) -> Dict[str, float]:
+  """CPU microseconds per env step of each process group."""
+  steps = run['actor_steps_per_second'] * run['cpu_window_seconds']
+  return {k: 1e6 * v / steps for k, v in run['cpu_seconds'].items()}
+
+
+def summary_line(run: Dict[str, Any]) -> str:
+  x = run['actor_steps_per_second']
+  us = per_step(run)
+  parts = ', '.join(f'{k} {v:.1f}' for k, v in sorted(us.items()))
+  ceiling = run['ceiling']
+  return (f'{x:,.0f} steps/s ({x / ceiling:.2f} of {ceiling:,.0f})'
+          f'; CPU us/step: {parts}')
+
+
+# --- the model ----------------------------------------------------------------
+
+_SHARED_EXCLUDE = ('actor', 'others')
+
+
+def fit(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+  """u_a, u_s, w (seconds per env step) and r from the given runs."""
+  u_a, u_s, w, r, u_g = [], [], [], [], []
+  for run in runs:
+    x = run['actor_steps_per_second']
+    steps = x * run['cpu_window_seconds']
+    cpu = run['cpu_seconds']
+    if run['agent'] == 'seed':  # Learner + inference servers: one GIL.
+      u_g.append(cpu.get('learner', 0.0) / steps)
+    u_a.append(cpu.get('actor', 0.0) / steps)
+    u_s.append(sum(v for k, v in cpu.items() if k not in _SHARED_EXCLUDE) /
+               steps)
+    if run['num_actors'] == 1:
+      # An actor's wall time per env step beyond its own CPU time.
+      w.append(max(1.0 / x - u_a[-1], 0.0))
+    r.extend(cpu_per_step for _, cpu_per_step in run['raw_loops'])
+  mean = lambda v: sum(v) / len(v) if v else 0.0
+  return {'u_a': mean(u_a), 'u_s': mean(u_s), 'w': mean(w), 'r': mean(r),
+          'u_g': mean(u_g)}
+
+
+def predict(params: Dict[str, float], cores: float, num_actors: int
+            ) -> Tuple[float, float]:
+  """(program env steps/s, raw ceiling env steps/s) on `cores` cores."""
+  program = min(num_actors / (params['u_a'] + params['w']),
+                cores / (params['u_a'] + params['u_s']))
+  if params.get('u_g'):  # A process whose Python serves every step.
+    program = min(program, 1.0 / params['u_g'])
+  ceiling = min(num_actors, cores) / params['r']
+  return program, ceiling
+
+
+def free_cores(run: Dict[str, Any]) -> float:
+  """The cores other users left to the run (measured)."""
+  return run['cores'] - run['cpu_seconds'].get('others', 0.0) / run[
+      'cpu_window_seconds']
+
+
+def model_report(runs: List[Dict[str, Any]]) -> str:
+  lines = []
+  groups = collections.defaultdict(list)
+  for run in runs:
+    groups[(run['agent'], run['train'])].append(run)
+  for (agent, train), group in sorted(groups.items()):
+    name = f'{agent}{"" if train else "_nolearn"}'
+    fit_runs = [r for r in group if r['num_actors'] in (1, 2)]
+    params = fit(fit_runs)
+    lines.append(f'\n{name}: fitted on the 1- and 2-actor runs: '
+                 f"u_a {params['u_a'] * 1e6:.2f} us, u_s "
+                 f"{params['u_s'] * 1e6:.2f} us, w {params['w'] * 1e6:.2f} us"
+                 f", r {params['r'] * 1e6:.2f} us, u_g "
+                 f"{params['u_g'] * 1e6:.2f} us per env step")
+    lines.append('| actors | free cores (measured) | measured | predicted | '
+                 'measured ceiling | predicted ceiling |')
+    lines.append('|---|---|---|---|---|---|')
+    for run in sorted(group, key=lambda r: r['num_actors']):
+      cores = free_cores(run)
+      program, ceiling = predict(params, cores, run['num_actors'])
+      lines.append(
+          f"| {run['num_actors']} | {cores:.2f} | "
+          f"{run['actor_steps_per_second']:,.0f} | {program:,.0f} | "
+          f"{run['ceiling']:,.0f} | {ceiling:,.0f} |")
+    all_params = fit(group)
+    lines.append(f'{name}: fitted on all runs: u_a '
+                 f"{all_params['u_a'] * 1e6:.2f}, u_s "
+                 f"{all_params['u_s'] * 1e6:.2f}, w "
+                 f"{all_params['w'] * 1e6:.2f}, r "
+                 f"{all_params['r'] * 1e6:.2f}, u_g "
+                 f"{all_params['u_g'] * 1e6:.2f} us per env step; predicted "
+                 'fraction of the raw ceiling:')
+    cores_list = [int(c) for c in _CORES.value]
+    lines.append('| actors | ' + ' | '.join(f'{c} cores' for c in cores_list)
+                 + ' |')
+    lines.append('|---|' + '---|' * len(cores_list))
+    for num_actors in (1, 2, 4, 'C-1', 'C'):
+      cells = []
+      for cores in cores_list:
+        a = {'C': cores, 'C-1': max(cores - 1, 1)}.get(num_actors, num_actors)
+        program, ceiling = predict(all_params, cores, a)
+        cells.append(f'{program / ceiling:.2f}')
+      lines.append(f'| {num_actors} | ' + ' | '.join(cells) + ' |')
+  return '\n'.join(lines)
+
+
+def breakdown_report(runs: List[Dict[str, Any]]) -> str:
+  """Per batched step of actor 0: wall, its Python threads' CPU, and that
+  CPU split by the py-spy samples of its loop; then CPU per env step."""
+  lines = ['| run | actor wall us / batched step | loop thread CPU us / '
+           'batched step (all Python threads if unknown) | the loop by part '
+           '(us per batched step, from py-spy samples) |',
+           '|---|---|---|---|']
+  for run in runs:
+    samples = run.get('samples_actor')
+    name = (f"{run['agent']}{'' if run['train'] else '_nolearn'} "
+            f"A={run['num_actors']}")
+    n = run['envs_per_actor']
+    step_us = 1e6 * n * run['num_actors'] / run['actor_steps_per_second']
+    batched_steps = (run['actor_steps_per_second'] / run['num_actors'] / n *
+                     run['cpu_window_seconds'])
+    threads = run.get('actor0_thread_cpu_seconds', {})
+    python_cpu = sum(v for k, v in threads.items()
+                     if k.startswith('ray::NodeActor') or k == 'main')
+    tid = loop_thread(run.get('pyspy_actor', ''))
+    loop_cpu = run.get('actor0_tid_cpu_seconds', {}).get(tid)
+    cpu_us = 1e6 * python_cpu / batched_steps
+    if loop_cpu is not None:  # The loop's own thread, when known.
+      cpu_us = 1e6 * loop_cpu / batched_steps
+    if samples:
+      total = sum(samples.values())
+      parts = ', '.join(
+          f'{k} {cpu_us * v / total:.0f}'
+          for k, v in sorted(samples.items(), key=lambda kv: -kv[1]))
+    else:
+      parts = '-'
+    lines.append(f'| {name} | {step_us:.0f} | {cpu_us:.0f} | {parts} |')
+  lines.append('\n| run | env steps/s | of ceiling | CPU us per env step |')
+  lines.append('|---|---|---|---|')
+  for run in runs:
+    name = (f"{run['agent']}{'' if run['train'] else '_nolearn'} "
+            f"A={run['num_actors']}")
+    us = per_step(run)
+    raw = sum(c for _, c in run['raw_loops']) / len(run['raw_loops']) * 1e6
+    parts = ', '.join(f'{k} {v:.2f}' for k, v in sorted(us.items()))
+    in_ray = run.get('raw_loops_in_ray') or []
+    if in_ray:
+      parts += ('; raw loop in Ray workers '
+                f'{1e6 * sum(r[1] for r in in_ray) / len(in_ray):.2f} '
+                f'({sum(r[0] for r in in_ray):,.0f} steps/s)')
+    lines.append(f"| {name} | {run['actor_steps_per_second']:,.0f} | "
+                 f"{run['actor_steps_per_second'] / run['ceiling']:.2f} | "
+                 f'{parts}; raw loop {raw:.2f} |')
+  lines.append('\n| run | actor 0 CPU us per env step, by thread |')
+  lines.append('|---|---|')
+  for run in runs:
+    name = (f"{run['agent']}{'' if run['train'] else '_nolearn'} "
+            f"A={run['num_actors']}")
+    steps = (run['actor_steps_per_second'] / run['num_actors'] *
+             run['cpu_window_seconds'])
+    threads = run.get('actor0_thread_cpu_seconds', {})
+    parts = ', '.join(f'{k} {1e6 * v / steps:.2f}' for k, v in sorted(
+        threads.items(), key=lambda kv: -kv[1]) if 1e6 * v / steps >= 0.05)
+    lines.append(f'| {name} | {parts} |')
+  for run in runs:
+    if run.get('samples_server'):
+      total = sum(run['samples_server'].values())
+      parts = ', '.join(f'{k} {100 * v / total:.0f} %' for k, v in sorted(
+          run['samples_server'].items(), key=lambda kv: -kv[1]))
+      lines.append(f"\nseed{'' if run['train'] else '_nolearn'} "
+                   f"A={run['num_actors']} learner process CPU: {parts}")
+  return '\n'.join(lines)
+
+
+def main(argv: List[str]) -> None:
+  del argv
+  if _MODEL.value:
+    runs = []
+    for path in _MODEL.value:
+      with open(path) as f:
+        runs.extend(json.load(f))
+    for run in runs:  # Classified again: the rules may have changed.
+      if run.get('pyspy_actor'):
+        run['samples_actor'] = classify_actor(run['pyspy_actor'])
+      if run.get('pyspy_server'):
+        run['samples_server'] = classify_server(run['pyspy_server'])
+    print(breakdown_report(runs))
+    print(model_report(runs))
+    return
+  if _INPROCESS.value:
+    out = {}
+    for env_spec in agent_throughput._ENVS.value:
+      print(f'== in one process: {env_spec}', flush=True)
+      out[env_spec] = inprocess(env_spec,
+                                agent_throughput._ENVS_PER_ACTOR.value,
+                                agent_throughput._SECONDS.value)
+    if agent_throughput._OUT.value:
+      with open(agent_throughput._OUT.value, 'w') as f:
+        json.dump(out, f, indent=1)
+    return
+  runs = []
+  for env_spec in agent_throughput._ENVS.value:
+    measure(_AGENT.value, env_spec, runs)
+  print(breakdown_report(runs))
+
+
+if __name__ == '__main__':
+  sys.exit(app.run(main))
