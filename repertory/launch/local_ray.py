@@ -25,8 +25,8 @@ token authentication, the session, `ray.shutdown()` ending what was
 started - stays `ray.init`'s. On a Ray without these names, `start()` is
 plain `ray.init`.
 
-`start(..., lean=False)` starts what `ray.init` starts
-(`REPERTORY_FULL_RAY=1` does so for every local_mp launch).
+`REPERTORY_FULL_RAY=1` starts every process `ray.init` starts (e.g. to
+use Ray's state API or `ray status` on a local_mp program).
 """
 
 import contextlib
@@ -79,17 +79,15 @@ def _without_unused_processes(forward_output: bool) -> Iterator[None]:
     node_class.start_api_server = original_api_server
 
 
-def start(system_config: Mapping[str, Any], forward_output: bool,
-          lean: bool = True) -> None:
+def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
   """Starts a new local Ray instance listening on loopback and connects.
 
   Args:
     system_config: Ray's `_system_config` for the instance.
     forward_output: whether workers' stdout/stderr reach this process's
       terminal (keeps Ray's log monitor).
-    lean: False starts every process `ray.init` starts.
   """
-  lean = lean and os.environ.get(FULL_ENV, '') in ('', '0')
+  lean = os.environ.get(FULL_ENV, '') in ('', '0')
   for attempt in range(1, START_ATTEMPTS + 1):
     try:
       context = (_without_unused_processes(forward_output) if lean
