@@ -9,8 +9,12 @@ from repertory.components.actor_critic import networks as networks_lib
 
 def make_policy(config: config_lib.ActorCriticConfig, spec: Any,
                 seed: int = 0) -> networks_lib.Policy:
-  """The inference server's batched, sampling policy."""
-  from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
-  limit_tf_threads()
+  """The inference server's batched, sampling policy.
+
+  It leaves TensorFlow's thread pools alone (no `limit_tf_threads()`, unlike
+  actors): the server shares the learner's process by default, and the
+  limit is process-wide, so whichever node first started TensorFlow decided
+  whether the learner trained on one thread. The policy's session runs its
+  ops on the calling thread anyway (`GraphFunction`)."""
   return networks_lib.Policy(config, spec.observations, spec.actions,
                              seed=seed)

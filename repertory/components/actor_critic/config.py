@@ -36,9 +36,20 @@ class ActorCriticConfig:
       sooner).
     adam_epsilon: Adam's epsilon.
     discount: γ, applied on top of the environment's discount.
+    reward_scale: the learner multiplies every reward by this before
+      V-trace, so the value learns returns of that scale (CartPole's,
+      up to 1 / (1 - γ) = 50 with γ = 0.98, become <= 1 with 0.02, as
+      catch's); the policy gradient's advantages scale with it, the entropy
+      bonus does not. Actors and evaluation see the environment's rewards.
     entropy_cost: weight of the entropy bonus.
     baseline_cost: weight of the value loss.
     max_gradient_norm: gradients are clipped to this global norm.
+    normalize_advantages: the policy gradient's V-trace advantages
+      ρ̄_s A_s are normalised per batch, over its real transitions, to mean 0
+      and standard deviation 1 (PPO's normalisation; IMPALA's paper does not),
+      so every batch moves the policy by a like amount: a rare failure's
+      large advantages do not dominate, and a batch's common offset
+      (returns rising faster than the value) adds no noise.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
@@ -76,9 +87,11 @@ class ActorCriticConfig:
   learning_rate_anneal_steps: int = 0
   adam_epsilon: float = 1e-7
   discount: float = 0.99
+  reward_scale: float = 1.0
   entropy_cost: float = 0.01
   baseline_cost: float = 0.5
   max_gradient_norm: float = 40.0
+  normalize_advantages: bool = False
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
@@ -103,7 +116,8 @@ class ActorCriticConfig:
       if not isinstance(value, int) or value < 1:
         raise ValueError(f'Config.{name} must be a positive int, got '
                          f'{value!r}.')
-    for name in ('learning_rate', 'adam_epsilon', 'max_gradient_norm'):
+    for name in ('learning_rate', 'adam_epsilon', 'max_gradient_norm',
+                 'reward_scale'):
       if not getattr(self, name) > 0:
         raise ValueError(f'Config.{name} must be > 0, got '
                          f'{getattr(self, name)!r}.')

@@ -4,9 +4,9 @@ arXiv:1802.01561), as an algorithm for `learners.LearnerHost`.
 One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
-IMPALA loss and apply one clipped Adam update (its learning rate annealed
-linearly to 0 when `learning_rate_anneal_steps` is set:
-`learners.LinearDecay`, one update = `batch_size * unroll_length` steps).
+IMPALA loss on rewards times `reward_scale` and apply one clipped Adam update
+(its learning rate annealed linearly to 0 when `learning_rate_anneal_steps`
+is set: `learners.LinearDecay`, one update = `batch_size * unroll_length`).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -115,7 +115,6 @@ class VTrace(learners.Algorithm):
     c = self._config
     u = adders.time_major_transitions(data)
     mask = u.mask * tf.cast(keep, tf.float32)[None]               # [T, B]
-    real = mask > 0
     behaviour_logits = u.extras['logits']                         # [T, B, A]
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
@@ -124,14 +123,16 @@ class VTrace(learners.Algorithm):
       logits = outputs.logits[:-1]                                # [T, B, A]
       target_log_prob = losses.categorical_log_prob(logits, u.action)
       behaviour_log_prob = tf.where(  # log ρ = -1e9 where masked.
-          real, losses.categorical_log_prob(behaviour_logits, u.action),
+          mask > 0, losses.categorical_log_prob(behaviour_logits, u.action),
           tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
       loss = losses.impala_loss_from_log_probs(
-          target_log_prob, behaviour_log_prob, mask * losses.categorical_entropy(logits), outputs.value[:-1],
-          outputs.value[-1], u.reward, c.discount * u.discount,
+          target_log_prob, behaviour_log_prob,
+          mask * losses.categorical_entropy(logits), outputs.value[:-1],
+          outputs.value[-1], c.reward_scale * u.reward, c.discount * u.discount,
           baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
-          clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+          clip_pg_rho_threshold=c.clip_pg_rho_threshold,
+          normalize_advantages=c.normalize_advantages, mask=mask)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss
@@ -174,11 +175,10 @@ class VTrace(learners.Algorithm):
     applied = bool(metrics.pop('applied'))
     num_kept = int(keep.sum())
     self._mirror += int(applied)
-    metrics.update({
+    metrics.update(schedule_metrics, **{
         'charts/policy_lag': float(lag[keep].mean()) if num_kept else 0.0,
         'charts/policy_lag_histogram': lag[keep],
         'charts/dropped_stale': num_real - num_kept})
-    metrics.update(schedule_metrics)
     return learners.Update(
         metrics, counts={'learner_steps': 1, 'policy_lag_items': num_kept,
                          'policy_lag_sum': float(lag[keep].sum()),

@@ -126,6 +126,8 @@ def impala_loss_from_log_probs(
     lambda_: float = 1.0,
     clip_rho_threshold: Optional[float] = 1.0,
     clip_pg_rho_threshold: Optional[float] = 1.0,
+    normalize_advantages: bool = False,
+    mask: Optional[tf.Tensor] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for any action distribution (Espeholt et al. 2018, 4.2).
 
@@ -145,6 +147,11 @@ def impala_loss_from_log_probs(
     baseline_cost: weight of the value loss.
     entropy_cost: weight of the entropy bonus.
     lambda_, clip_rho_threshold, clip_pg_rho_threshold: as in `vtrace`.
+    normalize_advantages: replace ρ̄_s A_s by (ρ̄_s A_s - m) / (σ + 1e-8),
+      m and σ their mean and standard deviation over the batch's real
+      transitions (PPO's normalisation; `normalized_advantages`).
+    mask: `[T, B]` 1 for real transitions, 0 for padding (default: all
+      real); only used by `normalize_advantages`, which zeroes the masked.
 
   Returns:
     `LossOutput(loss, extra)`; extra holds 'policy_loss', 'baseline_loss',
@@ -163,8 +170,11 @@ def impala_loss_from_log_probs(
   returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
                    lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
                    clip_pg_rho_threshold=clip_pg_rho_threshold)
+  pg_advantages = returns.pg_advantages
+  if normalize_advantages:
+    pg_advantages = normalized_advantages(pg_advantages, mask)
   with tf.name_scope(fn):
-    policy_loss = -tf.reduce_mean(returns.pg_advantages * target_log_prob)
+    policy_loss = -tf.reduce_mean(pg_advantages * target_log_prob)
     baseline_loss = 0.5 * tf.reduce_mean(tf.square(returns.vs - v_tm1))
     mean_entropy = tf.reduce_mean(entropy)
     loss = (policy_loss + baseline_cost * baseline_loss
@@ -180,6 +190,20 @@ def impala_loss_from_log_probs(
     return base.LossOutput(loss=loss, extra=extra)
 
 
+def normalized_advantages(advantages: tf.Tensor,
+                          mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """`[T, B]` advantages minus their mean, over their standard deviation
+  (+ 1e-8), both taken over the entries where `mask` ([T, B], default all
+  ones) is 1; masked entries become 0. Gradients stopped."""
+  advantages = tf.stop_gradient(base.to_float(advantages, 'advantages'))
+  mask = (tf.ones_like(advantages) if mask is None
+          else base.to_float(mask, 'mask'))
+  count = tf.maximum(tf.reduce_sum(mask), 1.0)
+  mean = tf.reduce_sum(mask * advantages) / count
+  std = tf.sqrt(tf.reduce_sum(mask * tf.square(advantages - mean)) / count)
+  return mask * (advantages - mean) / (std + 1e-8)
+
+
 def impala_loss(
     target_logits: tf.Tensor,
     actions: tf.Tensor,
@@ -193,6 +217,8 @@ def impala_loss(
     lambda_: float = 1.0,
     clip_rho_threshold: Optional[float] = 1.0,
     clip_pg_rho_threshold: Optional[float] = 1.0,
+    normalize_advantages: bool = False,
+    mask: Optional[tf.Tensor] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2).
 
@@ -205,7 +231,8 @@ def impala_loss(
       `categorical_log_prob(behaviour_logits, actions)` if it kept logits).
     v_tm1, bootstrap_value, r_t, discount_t: as in `vtrace`.
     baseline_cost, entropy_cost, lambda_, clip_rho_threshold,
-    clip_pg_rho_threshold: as in `impala_loss_from_log_probs`.
+    clip_pg_rho_threshold, normalize_advantages, mask: as in
+    `impala_loss_from_log_probs`.
 
   Returns:
     `LossOutput(loss, extra)` as in `impala_loss_from_log_probs`.
@@ -218,4 +245,5 @@ def impala_loss(
       target_log_prob, behaviour_log_prob, entropy, v_tm1, bootstrap_value,
       r_t, discount_t, baseline_cost=baseline_cost, entropy_cost=entropy_cost,
       lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
-      clip_pg_rho_threshold=clip_pg_rho_threshold)
+      clip_pg_rho_threshold=clip_pg_rho_threshold,
+      normalize_advantages=normalize_advantages, mask=mask)

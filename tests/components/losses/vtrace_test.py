@@ -224,3 +224,32 @@ def test_unknown_dims_inside_tf_function():
   got = run(**data)
   vs, _ = reference_vtrace(**data)
   np.testing.assert_allclose(got.vs, vs, rtol=1e-5, atol=1e-5)
+
+
+def test_normalized_advantages_policy_loss_matches_reference():
+  # PPO's normalisation of ρ̄_s A_s over the real (mask 1) transitions only.
+  data, target_logits, behaviour_logits, actions = _impala_inputs(seed=8)
+  mask = np.ones_like(data['r_t'])
+  mask[-2:, 0] = 0.0  # Two padded transitions.
+  log_pi = _log_softmax(target_logits)
+  take = lambda lp: np.take_along_axis(lp, actions[..., None], -1)[..., 0]
+  log_pi_a = take(log_pi)
+  _, pg_adv = reference_vtrace(
+      log_rhos=log_pi_a - take(_log_softmax(behaviour_logits)), **data)
+  real = pg_adv[mask > 0]
+  normalized = mask * (pg_adv - real.mean()) / (real.std() + 1e-8)
+  out = losses.impala_loss(
+      target_logits, actions,
+      losses.categorical_log_prob(behaviour_logits, actions), **data,
+      normalize_advantages=True, mask=mask)
+  np.testing.assert_allclose(out.extra['policy_loss'],
+                             -(normalized * log_pi_a).mean(), rtol=1e-5,
+                             atol=1e-6)
+  np.testing.assert_allclose(
+      losses.normalized_advantages(pg_adv, mask).numpy(), normalized,
+      rtol=1e-4, atol=1e-5)
+  plain = losses.impala_loss(
+      target_logits, actions,
+      losses.categorical_log_prob(behaviour_logits, actions), **data)
+  np.testing.assert_allclose(out.extra['baseline_loss'],
+                             plain.extra['baseline_loss'])  # Untouched.

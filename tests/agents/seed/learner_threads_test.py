@@ -1,0 +1,29 @@
+"""The inference server, built in the learner's process (SEED's default
+placement), leaves the learner TensorFlow's thread pools."""
+
+import subprocess
+import sys
+
+_CODE = '''
+from repertory import experiment as experiment_lib
+from repertory.agents import seed
+from repertory.agents.seed import networks
+from repertory.components.actor_critic import learning
+import tensorflow as tf
+config = seed.Config(hidden_sizes=(8,))
+spec = experiment_lib.environment_spec('catch')
+networks.make_policy(config, spec)  # The server's policy, built first.
+learning.VTrace(config, spec, replay=None, table='queue')
+print(tf.config.threading.get_inter_op_parallelism_threads(),
+      tf.config.threading.get_intra_op_parallelism_threads())
+'''
+
+
+def test_server_policy_leaves_the_learner_processes_thread_pools():
+  # A fresh process: TensorFlow fixes its pools when it first runs, so the
+  # node that runs first decides for every node of the process.
+  result = subprocess.run([sys.executable, '-c', _CODE], capture_output=True,
+                          text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  # 0 0: TensorFlow's defaults (a thread per core), not 1 1.
+  assert result.stdout.split()[-2:] == ['0', '0'], result.stdout

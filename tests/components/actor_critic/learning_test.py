@@ -1,0 +1,83 @@
+"""The V-trace learner's `reward_scale` and `normalize_advantages` against
+plain n-step returns and advantages written from the paper's notation."""
+
+import numpy as np
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory.agents import impala
+from repertory.components.actor_critic import learning
+
+CATCH = experiment_lib.environment_spec('catch')
+T, B, GAMMA = 4, 3, 0.9
+
+
+def _batch(network, rng):
+  """[B, T + 1] unrolls with no resets whose behaviour logits are the
+  network's own (on-policy: ρ = c = 1)."""
+  obs = rng.uniform(size=(B, T + 1, 10, 5)).astype(np.float32)
+  outputs, _ = network.unroll(np.swapaxes(obs, 0, 1), network.initial_state(0))
+  logits = np.swapaxes(outputs.logits.numpy(), 0, 1)           # [B, T + 1, A]
+  values = outputs.value.numpy()                                # [T + 1, B]
+  data = {'observation': obs,
+          'action': rng.integers(0, 3, size=(B, T + 1)).astype(np.int32),
+          'reward': rng.uniform(-1., 2., size=(B, T + 1)).astype(np.float32),
+          'discount': np.ones((B, T + 1), np.float32),
+          'step_type': np.ones((B, T + 1), np.int32),           # MID
+          'extras': {'logits': logits},
+          'policy_version': np.zeros((B,), np.int64)}
+  return data, values
+
+
+def _n_step_targets(reward, values, scale):
+  """v_s = Σ_{k=s}^{T-1} γ^{k-s} scale·r_{k+1} + γ^{T-s} V(x_T): V-trace with
+  λ = 1 on-policy. `reward` [B, T + 1] (step t's reward came with o_t),
+  `values` [T + 1, B]; returns [T, B]."""
+  vs = np.zeros((T, B))
+  for b in range(B):
+    for s in range(T):
+      ret = sum(GAMMA ** (k - s) * scale * reward[b, k + 1]
+                for k in range(s, T))
+      vs[s, b] = ret + GAMMA ** (T - s) * values[T, b]
+  return vs
+
+
+@pytest.mark.parametrize('scale', [1.0, 0.02, 3.0])
+def test_value_targets_are_returns_of_scaled_rewards(scale):
+  config = impala.Config(reward_scale=scale, discount=GAMMA, vtrace_lambda=1.0,
+                         entropy_cost=0.0, hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, values = _batch(algorithm.network, np.random.default_rng(0))
+  vs = _n_step_targets(data['reward'], values, scale)
+  metrics = algorithm._sgd_step(data, np.ones((B,), bool))  # pylint: disable=protected-access
+  assert bool(metrics['applied'])
+  np.testing.assert_allclose(float(metrics['charts/mean_vs']), vs.mean(),
+                             rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(
+      float(metrics['losses/baseline']),
+      0.5 * np.mean((vs - values[:T]) ** 2), rtol=1e-4, atol=1e-6)
+
+
+def test_reward_scale_must_be_positive():
+  with pytest.raises(ValueError, match='reward_scale must be > 0, got 0'):
+    impala.Config(reward_scale=0.0)
+
+
+def test_normalized_advantages_reach_the_policy_loss():
+  config = impala.Config(normalize_advantages=True, discount=GAMMA,
+                         vtrace_lambda=1.0, entropy_cost=0.0,
+                         hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, values = _batch(algorithm.network, np.random.default_rng(1))
+  vs = _n_step_targets(data['reward'], values, 1.0)
+  next_vs = np.concatenate([vs[1:], values[T:]], 0)              # v_{s+1}
+  pg_adv = data['reward'][:, 1:].T + GAMMA * next_vs - values[:T]  # ρ = 1
+  normalized = (pg_adv - pg_adv.mean()) / (pg_adv.std() + 1e-8)
+  logits = np.swapaxes(data['extras']['logits'], 0, 1)[:T]     # [T, B, A]
+  log_pi = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  log_pi_a = np.take_along_axis(log_pi, data['action'].T[:T, :, None],
+                                -1)[..., 0]
+  metrics = algorithm._sgd_step(data, np.ones((B,), bool))  # pylint: disable=protected-access
+  np.testing.assert_allclose(float(metrics['losses/policy']),
+                             -(normalized * log_pi_a).mean(), rtol=1e-4,
+                             atol=1e-5)
