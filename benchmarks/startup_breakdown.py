@@ -9,7 +9,8 @@ other: the interpreter, `import tensorflow`, `import reverb`, `import ray`,
 the modules the driver needs (`repertory.run`'s imports).
 
 Part 2 starts `python -m repertory.run <args after -->` (plus
-`--stop_at_return=never`) and, every `--every` seconds until the learner's
+`--stop_at_return=never`, and `--config.learner_log_every=1` for IMPALA and
+SEED, whose learners otherwise write their first CSV row at step 100) and, every `--every` seconds until the learner's
 first `learner.csv` row (its first update) appears, records:
 
 - when the driver printed its first line (flags parsed, agent and program
@@ -54,10 +55,14 @@ _PIECE_CODE = {
     'import ray': 'import ray',
     'import sonnet (pulls tensorflow)': 'import sonnet',
     'import repertory.run (the driver)': 'import repertory.run',
-    'import ray + ray.init() (local, as local_mp)': (
+    'import ray + ray.init() (local, all of Ray)': (
         'import ray, time; t = time.time(); '
         "ray.init(address='local', _node_ip_address='127.0.0.1', "
         'include_dashboard=False); '
+        "print('INIT', time.time() - t); ray.shutdown()"),
+    'import ray + local_mp start (launch.local_ray)': (
+        'import time; from repertory.launch import local_ray; import ray; '
+        't = time.time(); local_ray.start({}, forward_output=False); '
         "print('INIT', time.time() - t); ray.shutdown()"),
 }
 
@@ -94,14 +99,28 @@ def _label(process: psutil.Process, logdir: str) -> str:
     text = ' '.join(process.cmdline())
   except psutil.Error:
     return 'gone'
-  for name in ('raylet', 'gcs_server', 'log_monitor', 'runtime_env_agent',
-               'dashboard_agent', 'dashboard'):
-    if name in text:
+  words = text.split()
+  first = words[0] if words else ''
+  # Ray's agents rename themselves (ray::DashboardAgent); the raylet's own
+  # command line names both agents' commands.
+  for title, name in (('ray::DashboardAgent', 'dashboard_agent'),
+                      ('ray::RuntimeEnvAgent', 'runtime_env_agent')):
+    if first == title:
+      return name
+  scripts = [os.path.basename(w) for w in words[:3]]
+  for script, name in (('raylet', 'raylet'), ('gcs_server', 'gcs_server'),
+                       ('log_monitor.py', 'log_monitor'),
+                       ('monitor.py', 'autoscaler monitor'),
+                       ('dashboard.py', 'dashboard (API server)'),
+                       ('reaper.py', 'repertory reaper')):
+    if script in scripts:
       return name
   if 'repertory.run' in text:
     return 'driver'
-  if 'default_worker' in text:
+  if 'default_worker' in text or first == 'ray::IDLE':
     return 'ray worker (no node yet)'
+  if first.startswith('ray::'):
+    return first
   return text[:60]
 
 
@@ -135,6 +154,11 @@ _LOGDIR = ['']
 def breakdown(run_args: List[str]) -> None:
   logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
   _LOGDIR[0] = logdir
+  # The learner's first CSV row marks its first update: IMPALA's and SEED's
+  # learners log every `learner_log_every` (100) steps unless told 1.
+  if (any(a in ('--agent=impala', '--agent=seed') for a in run_args) and
+      not any(a.startswith('--config.learner_log_every') for a in run_args)):
+    run_args = run_args + ['--config.learner_log_every=1']
   command = [sys.executable, '-m', 'repertory.run', f'--logdir={logdir}',
              '--stop_at_return=never', '--eval_episodes=1'] + run_args
   print('\nPart 2:', ' '.join(command[1:]))

@@ -28,9 +28,11 @@ import cloudpickle
 import ray
 
 from repertory.launch import context
+from repertory.launch import deferred_imports
 from repertory.launch import errors
 from repertory.launch import handles as handles_lib
 from repertory.launch import hosting
+from repertory.launch import local_ray
 from repertory.launch import nodes as nodes_lib
 from repertory.launch import program as program_lib
 from repertory.launch import ray_auth
@@ -48,11 +50,13 @@ _WATCH_SECS = 30.0
 # local_mp instance reports none at all and would keep at most
 # `_MAX_TASK_EVENTS_IN_GCS`.
 _MAX_TASK_EVENTS_IN_GCS = 10_000
-# ray.init attempts of local_mp when Ray's fixed start-up wait runs out.
-_LOCAL_START_ATTEMPTS = 3
 _LOCAL_SYSTEM_CONFIG = {
     'task_events_report_interval_ms': 0,  # 0: no task events are reported.
     'task_events_max_num_task_in_gcs': _MAX_TASK_EVENTS_IN_GCS,
+    # The raylet starts its first workers (as many as the machine has CPUs)
+    # as soon as it is up, not once the launcher has connected: the first
+    # nodes find a process ready (BENCHMARKS.md, lean helper's section).
+    'enable_worker_prestart': True,
 }
 
 
@@ -267,6 +271,7 @@ class NodeActor:
   """The Ray actor hosting one unit (wrapped with ray.remote at launch)."""
 
   def __init__(self, spec: Mapping[str, Any]):
+    deferred_imports.defer()  # Before the node's modules import TensorFlow.
     if spec['log_path']:
       _redirect_output(spec['log_path'])
     os.environ.update(spec['env'])
@@ -520,22 +525,9 @@ class RayLauncher:
             "launch_type='local_mp' starts its own Ray instance, but this "
             "process is already connected to Ray; use launch_type='ray' to "
             'launch on that instance.')
-      for attempt in range(1, _LOCAL_START_ATTEMPTS + 1):
-        try:
-          ray.init(address='local', _node_ip_address='127.0.0.1',
-                   include_dashboard=False, logging_level=std_logging.WARNING,
-                   log_to_driver=True, configure_logging=True,
-                   _system_config=_LOCAL_SYSTEM_CONFIG)
-          break
-        except Exception as e:  # pylint: disable=broad-except
-          ray.shutdown()  # ends whatever a failed start left running
-          # Ray waits a fixed 30 s for its raylet; a busy machine misses it.
-          if ('timed out during startup' not in str(e)
-              or attempt == _LOCAL_START_ATTEMPTS):
-            raise
-          logging.warning('Ray did not start in time (attempt %d of %d, a '
-                          'busy machine?); starting it again.', attempt,
-                          _LOCAL_START_ATTEMPTS)
+      # Without the Ray processes a local program does not use (local_ray).
+      local_ray.start(_LOCAL_SYSTEM_CONFIG,
+                      forward_output=self._terminal == 'current_terminal')
       self._owns_ray = True
     elif not ray.is_initialized():
       host = (self._ray_address or '').split('://')[-1].rsplit(':', 1)[0]

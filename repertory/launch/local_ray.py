@@ -1,0 +1,109 @@
+"""local_mp's own Ray instance, without the Ray processes it has no use for.
+
+`ray.init()` of a new local instance (Ray 2.60) starts the GCS and the
+raylet, which starts and fate-shares the dashboard agent and the
+runtime-env agent (it refuses to run without them), and three more Python
+processes that a local_mp program does not use:
+
+- the autoscaler monitor (`autoscaler/_private/monitor.py`): one machine,
+  nothing to scale;
+- the dashboard's API server (`dashboard/dashboard.py`; with
+  `include_dashboard=False` a minimal one that serves usage stats only, and
+  `ray.init` waits for it to register);
+- the log monitor, which tails the workers' stdout/stderr files and
+  publishes them to the driver (`log_to_driver`). A program whose nodes
+  print to the launcher's terminal (`terminal='current_terminal'`) keeps
+  it; with 'output_to_files' each node writes its own log file.
+
+`ray.init` has no argument for any of them (`ray start` has
+`--no-monitor` and `--include-log-monitor=false`, and always starts the API
+server too). `start()` calls `ray.init` with the head node's `RayParams`
+told `no_monitor=True` and `include_log_monitor=<forward_output>`, and with
+`Node.start_api_server` skipped, for the duration of that call only (the
+same two private names `ray start` sets, and one method); everything else -
+token authentication, the session, `ray.shutdown()` ending what was
+started - stays `ray.init`'s. On a Ray without these names, `start()` is
+plain `ray.init`.
+
+`REPERTORY_FULL_RAY=1` starts every process `ray.init` starts (e.g. to
+use Ray's state API or `ray status` on a local_mp program).
+"""
+
+import contextlib
+import logging as std_logging
+import os
+from typing import Any, Iterator, Mapping
+
+from absl import logging
+import ray
+
+# Set to 1 to start every Ray process ray.init starts (e.g. to use Ray's
+# state API or `ray status` against a local_mp program).
+FULL_ENV = 'REPERTORY_FULL_RAY'
+# ray.init attempts when Ray's fixed start-up wait runs out.
+START_ATTEMPTS = 3
+
+
+@contextlib.contextmanager
+def _without_unused_processes(forward_output: bool) -> Iterator[None]:
+  """During the block, a head node started by ray.init leaves out the
+  autoscaler monitor, the API server and (unless `forward_output`) the log
+  monitor."""
+  try:
+    from ray._private import node as node_lib  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    node_lib = None
+  node_class = getattr(node_lib, 'Node', None)
+  if (node_class is None or
+      not hasattr(node_class, 'start_api_server')):
+    yield
+    return
+  original_init = node_class.__init__
+  original_api_server = node_class.start_api_server
+
+  def init(self, ray_params, *args, **kwargs):
+    if kwargs.get('ray_init_cluster') and hasattr(ray_params, 'update'):
+      ray_params.update(no_monitor=True,
+                        include_log_monitor=bool(forward_output))
+    original_init(self, ray_params, *args, **kwargs)
+
+  def start_api_server(self, **unused_kwargs):
+    del self
+
+  node_class.__init__ = init
+  node_class.start_api_server = start_api_server
+  try:
+    yield
+  finally:
+    node_class.__init__ = original_init
+    node_class.start_api_server = original_api_server
+
+
+def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
+  """Starts a new local Ray instance listening on loopback and connects.
+
+  Args:
+    system_config: Ray's `_system_config` for the instance.
+    forward_output: whether workers' stdout/stderr reach this process's
+      terminal (keeps Ray's log monitor).
+  """
+  lean = os.environ.get(FULL_ENV, '') in ('', '0')
+  for attempt in range(1, START_ATTEMPTS + 1):
+    try:
+      context = (_without_unused_processes(forward_output) if lean
+                 else contextlib.nullcontext())
+      with context:
+        ray.init(address='local', _node_ip_address='127.0.0.1',
+                 include_dashboard=False, logging_level=std_logging.WARNING,
+                 log_to_driver=True, configure_logging=True,
+                 _system_config=dict(system_config))
+      return
+    except Exception as e:  # pylint: disable=broad-except
+      ray.shutdown()  # ends whatever a failed start left running
+      # Ray waits a fixed 30 s for its raylet; a busy machine misses it.
+      if ('timed out during startup' not in str(e)
+          or attempt == START_ATTEMPTS):
+        raise
+      logging.warning('Ray did not start in time (attempt %d of %d, a '
+                      'busy machine?); starting it again.', attempt,
+                      START_ATTEMPTS)

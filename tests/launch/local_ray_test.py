@@ -1,0 +1,164 @@
+"""local_mp's Ray instance runs only the Ray processes a program uses.
+
+Each test launches a real local_mp program (test_mp: launch() returns while
+it runs), lists the Ray processes under this test process, lets the program
+finish, and checks that they are gone.
+"""
+
+import contextlib
+import os
+import sys
+import time
+from typing import Dict, Iterator, List
+
+import cloudpickle
+import psutil
+import pytest
+import ray
+
+from repertory import launch
+from repertory.launch import local_ray
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+_MARKER = 'lean-ray-marker-7d1f'
+# What every local instance runs, and what local_mp leaves out.
+_ALWAYS = {'gcs_server', 'raylet', 'dashboard_agent', 'runtime_env_agent'}
+_UNUSED = {'autoscaler_monitor', 'api_server'}
+
+
+def _kind(process: psutil.Process) -> str:
+  try:
+    argv = process.cmdline()
+  except psutil.Error:
+    return 'gone'
+  words = ' '.join(argv).split()
+  if not words:
+    return 'other'
+  # Ray's agents rename themselves (setproctitle): 'ray::DashboardAgent'.
+  if words[0] == 'ray::DashboardAgent':
+    return 'dashboard_agent'
+  if words[0] == 'ray::RuntimeEnvAgent':
+    return 'runtime_env_agent'
+  names = [os.path.basename(w) for w in words[:3]]
+  for name, kind in (('gcs_server', 'gcs_server'), ('raylet', 'raylet'),
+                     ('log_monitor.py', 'log_monitor'),
+                     ('monitor.py', 'autoscaler_monitor'),
+                     ('dashboard.py', 'api_server')):
+    if name in names:
+      return kind
+  return 'other'
+
+
+def _ray_processes() -> Dict[str, List[psutil.Process]]:
+  found: Dict[str, List[psutil.Process]] = {}
+  for process in psutil.Process().children(recursive=True):
+    found.setdefault(_kind(process), []).append(process)
+  return found
+
+
+def _describe(processes: Dict[str, List[psutil.Process]]) -> str:
+  lines = []
+  for kind, ps in processes.items():
+    for p in ps:
+      try:
+        lines.append(f'{kind}: {" ".join(p.cmdline())[:120]}')
+      except psutil.Error:
+        lines.append(f'{kind}: gone')
+  return '\n'.join(lines)
+
+
+def _print_until(stop_path: str) -> None:
+  """Prints the marker (to the node's stdout) until `stop_path` exists."""
+  deadline = time.monotonic() + 120
+  while not os.path.exists(stop_path) and time.monotonic() < deadline:
+    print(_MARKER, flush=True)
+    time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _running(tmp_path, **kwargs) -> Iterator[launch.LaunchedProgram]:
+  """A program of one node that prints until told to stop; stopped at the
+  end of the block whatever happens in it."""
+  program = launch.Program('lean')
+  program.add_node(launch.PyNode(_print_until, str(tmp_path / 'stop')),
+                   label='printer')
+  launched = launch.launch(program, launch_type='test_mp',
+                           logdir=str(tmp_path / 'logs'),
+                           termination_notice_secs=5, **kwargs)
+  try:
+    yield launched
+  finally:
+    (tmp_path / 'stop').write_text('stop')
+    launched.stop(timeout=60)
+
+
+def _finish(launched, tmp_path) -> List[psutil.Process]:
+  """Lets the node return and the program end; returns the Ray processes
+  that were running while it ran."""
+  running = [p for kind, ps in _ray_processes().items() if kind != 'other'
+             for p in ps]
+  (tmp_path / 'stop').write_text('stop')
+  assert launched.wait(timeout=60)
+  assert launched.error is None
+  assert not ray.is_initialized()
+  return running
+
+
+def _assert_gone(processes: List[psutil.Process]) -> None:
+  _, alive = psutil.wait_procs(processes, timeout=30)
+  assert not alive, [(p.pid, _kind(p)) for p in alive]
+
+
+@pytest.fixture(autouse=True)
+def _no_full_ray(monkeypatch):
+  monkeypatch.delenv(local_ray.FULL_ENV, raising=False)
+
+
+def test_node_logs_to_files_need_neither_monitor_nor_api_server(tmp_path):
+  with _running(tmp_path) as launched:
+    processes = _ray_processes()
+    kinds = set(processes)
+    assert _ALWAYS <= kinds, _describe(processes)
+    assert not kinds & (_UNUSED | {'log_monitor'}), _describe(processes)
+    # The node runs and writes its own log file.
+    log = tmp_path / 'logs' / 'printer_0.log'
+    deadline = time.monotonic() + 60
+    while _MARKER not in (log.read_text() if log.exists() else ''):
+      assert time.monotonic() < deadline, 'the node never wrote its log'
+      time.sleep(0.1)
+    _assert_gone(_finish(launched, tmp_path))
+
+
+def test_the_current_terminal_keeps_the_log_monitor(tmp_path, capfd):
+  with _running(tmp_path, terminal='current_terminal') as launched:
+    processes = _ray_processes()
+    kinds = set(processes)
+    assert _ALWAYS | {'log_monitor'} <= kinds, _describe(processes)
+    assert not kinds & _UNUSED, _describe(processes)
+    # Ray forwards the node's stdout to this process's.
+    seen = ''
+    deadline = time.monotonic() + 60
+    while _MARKER not in seen:
+      assert time.monotonic() < deadline, (
+          f'the node output never reached the driver: {seen[-500:]!r}')
+      time.sleep(0.2)
+      seen += capfd.readouterr().out
+    _assert_gone(_finish(launched, tmp_path))
+
+
+def test_full_ray_starts_every_process(tmp_path, monkeypatch):
+  monkeypatch.setenv(local_ray.FULL_ENV, '1')
+  with _running(tmp_path) as launched:
+    processes = _ray_processes()
+    assert _ALWAYS | _UNUSED | {'log_monitor'} <= set(processes), (
+        _describe(processes))
+    _assert_gone(_finish(launched, tmp_path))
+
+
+def test_ray_init_is_left_as_it_was():
+  node_class = ray._private.node.Node  # pylint: disable=protected-access
+  before = (node_class.__init__, node_class.start_api_server)
+  with local_ray._without_unused_processes(False):  # pylint: disable=protected-access
+    assert node_class.start_api_server is not before[1]
+  assert (node_class.__init__, node_class.start_api_server) == before
