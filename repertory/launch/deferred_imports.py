@@ -7,7 +7,8 @@ repertory uses pandas, yet every process with TensorFlow would carry it.
 whose code runs on the first use of one of its attributes (as the standard
 library's `importlib.util.LazyLoader`, which would also run it when
 TensorFlow's autograph reads every module's `__file__`): code that uses
-pandas gets the real module; a process that only imports it never loads it. Installed in every node process of local_mp / ray
+pandas gets the real module; a process that only imports it never loads
+it. Installed in every node process of local_mp / ray
 (`ray_backend.NodeActor`); the launcher's own process is left alone.
 """
 
