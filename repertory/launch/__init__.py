@@ -43,6 +43,7 @@ from repertory.launch.context import register_stop_handler
 from repertory.launch.context import run_until_stop
 from repertory.launch.context import stop
 from repertory.launch.context import stop_event
+from repertory.launch.context import stopping
 from repertory.launch.context import unregister_stop_handler
 from repertory.launch.context import wait_for_stop
 from repertory.launch.errors import LaunchError

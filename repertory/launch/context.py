@@ -123,6 +123,12 @@ def stop_event() -> threading.Event:
   return current_runtime().stop_event
 
 
+def stopping() -> bool:
+  """True inside a launched program that is stopping; False outside one."""
+  runtime = current_runtime(required=False)
+  return runtime is not None and runtime.stop_event.is_set()
+
+
 def run_until_stop(step: Callable[[], Any]) -> None:
   """Calls `step()` until the program stops: the `run()` loop of a node.
 

@@ -157,14 +157,6 @@ def as_value(value: Any, default: float, shape: Optional[tuple], what: str,
 _FLUSH_POLL_MS = 500
 
 
-def _program_stopping() -> bool:
-  """True inside a launched program that is stopping."""
-  from repertory import launch  # pylint: disable=g-import-not-at-top
-  if launch.get_launch_type() is None:
-    return False
-  return launch.stop_event().is_set()
-
-
 class ReverbAdder(abc.ABC):
   """Base of the adders: one TrajectoryWriter, versions, regular flushes.
 
@@ -309,7 +301,8 @@ class ReverbAdder(abc.ABC):
         return
       except reverb.errors.DeadlineExceededError:
         waited_ms += _FLUSH_POLL_MS
-      if _program_stopping():
+      from repertory import launch  # pylint: disable=g-import-not-at-top
+      if launch.stopping():
         return
       if waited_ms >= next_log_ms:
         next_log_ms += self._flush_timeout_ms

@@ -95,13 +95,19 @@ def table_status(client: reverb.Client, table: str) -> str:
           f'samples_per_insert {limiter.samples_per_insert:g}')
 
 
+_STOP_POLL_S = 0.5
+
+
 class StarvationLoggingIterator:
   """Wraps a dataset iterator; logs what it waits for while a batch is late.
 
   `next()` runs on a helper thread; every `log_every_s` seconds without a
   batch it logs e.g. "learner waiting 30s for a batch from table 'queue':
   size 3/64, inserted 3, sampled 0, ...", and after `timeout_s` (if set) it
-  raises a `TimeoutError` carrying the same description.
+  raises a `TimeoutError` carrying the same description. Inside a launched
+  program that starts stopping while it waits, it raises `StopIteration`
+  within `_STOP_POLL_S` (`launch.run_until_stop` then ends the node's loop),
+  so a learner starved at the end of a run meets its termination notice.
   """
 
   def __init__(self,
@@ -140,13 +146,22 @@ class StarvationLoggingIterator:
     if not self._pending:
       self._requests.put(True)
       self._pending = True
-    start = time.monotonic()
+    start = last_log = time.monotonic()
     while True:
       try:
-        ok, value = self._results.get(timeout=self._log_every_s)
+        ok, value = self._results.get(
+            timeout=min(self._log_every_s, _STOP_POLL_S))
         break
       except queue.Empty:
-        waited = time.monotonic() - start
+        from repertory import launch  # pylint: disable=g-import-not-at-top
+        if launch.stopping():
+          raise StopIteration from None  # The request stays pending.
+        now = time.monotonic()
+        waited = now - start
+        timed_out = self._timeout_s is not None and waited >= self._timeout_s
+        if now - last_log < self._log_every_s and not timed_out:
+          continue
+        last_log = now
         status = table_status(self._client, self._table)
         if self._timeout_s is not None and waited >= self._timeout_s:
           raise TimeoutError(

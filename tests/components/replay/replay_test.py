@@ -1,11 +1,14 @@
 """Tables, datasets, priority updates and stale-sample dropping."""
 
+import time
+
 import dm_env
 from dm_env import specs
 import numpy as np
 import pytest
 import reverb
 
+from repertory import launch
 from repertory.components import adders
 from repertory.components import replay
 
@@ -128,3 +131,33 @@ def test_starved_learner_says_what_it_waits_for(server_factory):
   write_transitions(client, 'queue', 3)
   assert next(iterator).data['action'].shape == (2,)  # the same request.
   iterator.close()
+
+
+def starved_learner(address, marker_path):
+  """A node whose loop waits on an empty queue; marks when its loop ended."""
+  client = reverb.Client(address)
+  iterator = replay.StarvationLoggingIterator(
+      iter(replay.make_dataset(client, 'queue', batch_size=2)), client,
+      'queue')
+  launch.run_until_stop(lambda: next(iterator))
+  marker_path.write_text('loop ended')
+
+
+def stop_soon():
+  time.sleep(0.5)
+  launch.stop()
+
+
+def test_a_starved_learner_ends_its_loop_when_the_program_stops(
+    server_factory, tmp_path):
+  # Before: next() waited for a batch that never came, past the notice.
+  sig = adders.NStepTransitionAdder.signature(ENV_SPEC)
+  client = server_factory([replay.queue_table('queue', 10, signature=sig)])
+  program = launch.Program('starved')
+  program.add_node(launch.PyNode(starved_learner, client.server_address,
+                                 tmp_path / 'ended'))
+  program.add_node(launch.PyNode(stop_soon))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=20.0)
+  assert launched.wait(timeout=60)
+  assert (tmp_path / 'ended').read_text() == 'loop ended'
