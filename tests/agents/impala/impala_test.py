@@ -83,15 +83,21 @@ def _learner(config, client, counter=None):
   return learning.make_learner(config, CATCH, client, TABLE, counter=counter)
 
 
+def _act(config, client, learner, unrolls):
+  """Actor 0 (4 catch environments) writes `unrolls` unrolls per
+  environment to the queue; returns once they are all in it."""
+  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
+                             TABLE)
+  actor.run(num_steps=unrolls * config.unroll_length)
+  wait_for_size(client, 4 * unrolls)
+
+
 @pytest.mark.parametrize('use_lstm', [False, True])
 def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
   config = impala.Config(use_lstm=use_lstm, **TINY)
   client = catch_replay(config)
   learner = _learner(config, client)
-  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             TABLE)
-  actor.run(num_steps=3 * config.unroll_length)  # 3 unrolls x 4 envs.
-  wait_for_size(client, 12)
+  _act(config, client, learner, unrolls=3)  # 3 unrolls x 4 envs.
   first = learner.step()
   # On-policy at version 0: importance weights are exactly 1 (the behaviour
   # logits, recurrent state and resets of the actor match the learner's).
@@ -109,10 +115,7 @@ def test_stale_unrolls_are_dropped_and_counted(catch_replay):
   config = impala.Config(max_policy_lag=0, **TINY)
   client = catch_replay(config)
   learner = _learner(config, client)
-  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             TABLE)
-  actor.run(num_steps=2 * config.unroll_length)  # 8 unrolls of version 0.
-  wait_for_size(client, 8)
+  _act(config, client, learner, unrolls=2)  # 8 unrolls of version 0.
   learner.step()  # Version 0 unrolls, lag 0: kept; version -> 1.
   metrics = learner.step()  # Version 0 unrolls now lag 1 > 0: dropped.
   assert metrics['charts/dropped_stale'] == 4
@@ -151,10 +154,7 @@ def test_learning_rate_anneals_linearly_to_zero(catch_replay):
                          **TINY)
   client = catch_replay(config)
   learner = _learner(config, client)
-  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             TABLE)
-  actor.run(num_steps=4 * config.unroll_length)  # 4 unrolls x 4 envs.
-  wait_for_size(client, 16)
+  _act(config, client, learner, unrolls=4)  # 4 unrolls x 4 envs.
   algorithm = learner.algorithm
   for k in range(4):
     before = [v.numpy() for v in algorithm.network.trainable_variables]
@@ -174,10 +174,7 @@ def test_learning_rate_is_constant_by_default(catch_replay):
   client = catch_replay(config)
   learner = _learner(config, client)
   assert learner.algorithm.optimizer.learning_rate == 1e-2  # A float.
-  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
-                             TABLE)
-  actor.run(num_steps=config.unroll_length)
-  wait_for_size(client, 4)
+  _act(config, client, learner, unrolls=1)
   assert 'charts/learning_rate' not in learner.step()
 
 
