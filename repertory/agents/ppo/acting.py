@@ -38,13 +38,14 @@ class PPOActor(rollout_actor.RolloutActor):
 
   Args: as `RolloutActor`'s, with `replay` (a `reverb.Client` of the server
   holding the queue), a learner with `wait_for_version`, and `max_rounds`:
-  the run's step budget in whole rounds (`rounds_for_budget`). With it the
-  actor collects the rounds of versions 0 .. max_rounds - 1 and then waits
-  for the program to stop; every actor decides alike from the version, so
-  none waits for a round that another skipped (a budget shared by
-  reservation can grant one actor its last round and refuse another, which
-  leaves the learner waiting for an incomplete round). Without it the
-  actor takes its steps from the run's budget like other actors.
+  the run's step budget in whole rounds (`config.rounds_for_budget`). With
+  it the actor collects the rounds of versions 0 .. max_rounds - 1 and then
+  waits for the program to stop (the run monitor stops it once the counter
+  holds every round); every actor decides alike from the version, so none
+  waits for a round that another skipped (a budget shared by reservation
+  can grant one actor its last round and refuse another, which leaves the
+  learner waiting for an incomplete round). Without it the actor takes its
+  steps from the run's budget like other actors.
   """
 
   def __init__(self,
@@ -134,9 +135,3 @@ class PPOActor(rollout_actor.RolloutActor):
     self.collect_round(version)
     return True
 
-
-def rounds_for_budget(max_actor_steps: int, steps_per_round: int) -> int:
-  """Rounds of a run whose budget is `max_actor_steps`: a round starts
-  while fewer steps than the budget were taken (SB3's `learn` loop), so the
-  last round may end past it, by less than one round."""
-  return -(-int(max_actor_steps) // int(steps_per_round))

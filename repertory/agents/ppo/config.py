@@ -120,3 +120,10 @@ class Config:
     """Steps per minibatch (the last one of an epoch may be larger)."""
     return max(1, self.steps_per_round(num_actors, envs_per_actor) //
                self.num_minibatches)
+
+
+def rounds_for_budget(max_actor_steps: int, steps_per_round: int) -> int:
+  """Rounds of a run whose budget is `max_actor_steps`: a round starts
+  while fewer steps than the budget were taken (SB3's `learn` loop), so the
+  last round may end past it, by less than one round."""
+  return -(-int(max_actor_steps) // int(steps_per_round))

@@ -11,6 +11,7 @@ are named by `launch.lazy` references, imported in the processes that build
 them (the launcher and the run monitor never do).
 """
 
+import dataclasses
 import functools
 
 from repertory import experiment as experiment_lib
@@ -59,6 +60,13 @@ def make_program(config: config_lib.Config,
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, spec, num_actors, envs_per_actor)))
   counter = experiment_lib.add_counter(program, experiment.logdir or None)
+  # The run takes whole rounds (SB3's loop): the monitor stops it after the
+  # last one, so every actor's last round is counted in the results.
+  steps_per_round = config.steps_per_round(num_actors, envs_per_actor)
+  max_rounds = config_lib.rounds_for_budget(experiment.max_actor_steps,
+                                            steps_per_round)
+  in_rounds = dataclasses.replace(
+      experiment, max_actor_steps=max_rounds * steps_per_round)
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         launch.lazy('repertory.agents.ppo.learning:make_learner'), config,
@@ -68,7 +76,7 @@ def make_program(config: config_lib.Config,
         anneal_steps=experiment.max_actor_steps, seed=experiment.seed,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
-      program, experiment, counter, learner,
+      program, in_rounds, counter, learner,
       functools.partial(launch.lazy(f'{_MLP_POLICY}:make_eval_actor'),
                         spec=spec,
                         hidden_sizes=config.hidden_sizes,
@@ -86,12 +94,6 @@ def make_program(config: config_lib.Config,
         QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)
     return program
-  # The budget in rounds, computed in the actor's process (acting imports
-  # TensorFlow; the driver does not).
-  max_rounds = launch.Deferred(
-      launch.lazy('repertory.agents.ppo.acting:rounds_for_budget'),
-      experiment.max_actor_steps,
-      config.steps_per_round(num_actors, envs_per_actor))
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          launch.lazy('repertory.agents.ppo.acting:PPOActor'),
                          config, replay, learner, counter, monitor,

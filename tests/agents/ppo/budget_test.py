@@ -9,7 +9,7 @@ import pytest
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import ppo
-from repertory.agents.ppo import acting
+from repertory.agents.ppo import config as config_lib
 
 
 @pytest.mark.parametrize('budget, steps_per_round, rounds', [
@@ -21,7 +21,7 @@ def test_rounds_for_budget_is_sb3s_loop(budget, steps_per_round, rounds):
     taken += steps_per_round
     expected += 1
   assert expected == rounds
-  assert acting.rounds_for_budget(budget, steps_per_round) == rounds
+  assert config_lib.rounds_for_budget(budget, steps_per_round) == rounds
 
 
 def test_run_ends_after_its_last_round_when_the_budget_splits_one(tmp_path):
