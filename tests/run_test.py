@@ -121,8 +121,12 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
   process = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', *args, f'--logdir={logdir}'],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  for line in process.stdout:  # Wait for the first progress line.
-    if 'actor_steps=' in line:
+  # Wait for a progress line with steps taken (on a loaded machine the first
+  # lines can still say actor_steps=0, and a run stopped then has no steps
+  # to resume at).
+  for line in process.stdout:
+    taken = re.search(r'actor_steps=(\d+)', line)
+    if taken and int(taken.group(1)) > 0:
       break
   process.send_signal(signal.SIGINT)
   stdout, stderr = process.communicate(timeout=300)
