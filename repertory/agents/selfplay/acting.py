@@ -452,6 +452,14 @@ class SelfPlayActor(core.Worker):
       self._results = []
     self._reporter.flush()
 
+  def flush(self) -> None:
+    """Sends every written item to the queue and every finished game to the
+    league."""
+    for seats in self._seats:
+      for seat in seats:
+        seat.adder.flush()
+    self._flush_reports()
+
   def close(self) -> None:
     self._flush_reports()
     if self._log is not None:
