@@ -66,6 +66,10 @@ class MLPPolicy:
   """The acting function of an MLP policy-value network's weights."""
 
   def __init__(self, weights: Mapping[str, np.ndarray]):
+    if any(name.startswith('core/') for name in weights):
+      raise ValueError('MLPPolicy plays MLP weights; these have an LSTM core '
+                       "('core/lstm/...'): play them with "
+                       'actor_critic.lstm_policy.LSTMPolicy.')
     layers = sorted((int(m.group(1)), name) for name in weights
                     if (m := _LAYER.fullmatch(name)))
     if not layers or 'head/policy/w' not in weights:

@@ -162,6 +162,8 @@ def test_snapshot_is_rebuilt_with_the_lstm_and_plays_legal_actions(tmp_path):
   snapshot = league.add_player(networks.get_variables(network), 9, 9)
   # A new league on the directory (a resumed run) restores the snapshot.
   _, weights = _league(str(tmp_path), config, spec).get_weights(snapshot)
+  with pytest.raises(ValueError, match='these have an LSTM core'):
+    league_lib.MLPPolicy(weights)  # What repertory.play and SEED play.
   policy = lstm_policy.LSTMPolicy((11,), 2, config.hidden_sizes,
                                   config.lstm_size)
   policy.set_weights(weights)
