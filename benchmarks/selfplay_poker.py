@@ -186,7 +186,7 @@ def main(argv):
                                  _chunks(logdir)) or _SECONDS.value,
             'chunks': _chunks(logdir), 'league': league, 'cfr': cfr,
             'actor_steps_per_second': float(last.get(
-                'actor_steps_per_second', 'nan')),
+                'actor_steps_per_second') or 'nan'),
             'loadavg': open('/proc/loadavg').read().split()[:3]}
   counts = json.load(open(os.path.join(logdir, 'counts.json')))
   result['counts'] = counts

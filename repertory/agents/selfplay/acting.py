@@ -392,8 +392,9 @@ class SelfPlayActor(core.Worker):
     return chosen, log_probs, [self._learner_version] * len(rows), states
 
   def _serve(self, rows):
-    """(actions, log-probs, versions) per row from the inference server:
-    one call with every game's acting player (turn-based games)."""
+    """(actions, log-probs, versions, no core states) per row from the
+    inference server: one call with every game's acting player (turn-based
+    games; stateless policies)."""
     if len(rows) != len(self._games):
       raise ValueError('Self-play on an inference server plays turn-based '
                        'games (one acting player per game).')
