@@ -241,3 +241,83 @@ def test_impala_options_self_play_does_not_take_are_refused():
       'run', '--agent=selfplay', '--config.policy_loss=vtrace',
       '--config.inference=local', '--config.matchmaking=pfsp',
       '--config.use_lstm=true']
+
+
+def _reference_recurrent_vtrace(network, data, config):
+  """`losses.impala_loss` on each item alone: the LSTM stepped one move at a
+  time from the item's stored state, its valid moves only, bootstrapped
+  from the value at its last step unless the game ended inside it; the
+  mean over every valid move."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from repertory.components import losses  # pylint: disable=g-import-not-at-top
+  total, steps = 0.0, 0
+  for i in range(len(data['step_type'])):
+    state = network.initial_state(1)
+    state = type(state)(hidden=data['core_state']['hidden'][i][None],
+                        cell=data['core_state']['cell'][i][None])
+    logits, values = [], []
+    for obs in data['observation']['observation'][i]:
+      out, state = network(tf.constant(obs[None]), state)
+      logits.append(out.logits[0])
+      values.append(out.value[0])
+    ends = np.flatnonzero(data['step_type'][i] == 2)
+    n = int(ends[0]) if len(ends) else len(values) - 1  # Valid moves.
+    bootstrap = 0.0 if len(ends) else values[-1]
+    masked = networks_lib.masked_logits(
+        tf.stack(logits[:n]),
+        tf.constant(data['observation']['legal_actions'][i, :n]))
+    loss = losses.impala_loss(
+        masked[:, None], data['action'][i, :n, None],
+        data['extras']['log_prob'][i, :n, None], tf.stack(values[:n])[:, None],
+        tf.reshape(tf.cast(bootstrap, tf.float32), [1]),
+        data['reward'][i, :n, None],
+        config.discount * data['discount'][i, :n, None],
+        baseline_cost=config.baseline_cost, entropy_cost=config.entropy_cost,
+        clip_rho_threshold=config.clip_rho_threshold,
+        clip_pg_rho_threshold=config.clip_rho_threshold)
+    total += loss.loss * float(n)
+    steps += n
+  return total / steps
+
+
+def test_recurrent_vtrace_matches_a_step_by_step_reference():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from repertory.agents.selfplay import updates  # pylint: disable=g-import-not-at-top
+  config = _config(entropy_cost=0.03, discount=0.9, unroll_length=2)
+  network, _ = _lstm_network(config, seed=7)
+  rng = np.random.default_rng(0)
+  b, length = 4, 3  # T = 2 moves per item.
+  data = {
+      'observation': {
+          'observation': rng.normal(size=(b, length, 11)).astype(np.float32),
+          'legal_actions': np.ones((b, length, 2), np.float32)},
+      'action': rng.integers(2, size=(b, length)).astype(np.int32),
+      'reward': rng.normal(size=(b, length)).astype(np.float32),
+      'discount': np.ones((b, length), np.float32),
+      'step_type': np.array([[1, 1, 1],    # Cut mid-game: bootstraps.
+                             [0, 1, 1],    # A game's start, cut.
+                             [1, 2, 2],    # One move, the end, padding.
+                             [0, 1, 2]],   # Two moves, then the end.
+                            np.int32),
+      'extras': {'log_prob': np.log(rng.uniform(
+          0.2, 0.9, size=(b, length))).astype(np.float32)},
+      'core_state': {
+          'hidden': rng.normal(size=(b, 16)).astype(np.float32) * 0.5,
+          'cell': rng.normal(size=(b, 16)).astype(np.float32) * 0.5}}
+  data['core_state']['hidden'][[1, 3]] = 0.0  # Games start at zero state.
+  data['core_state']['cell'][[1, 3]] = 0.0
+  for i, row in enumerate(data['step_type']):  # As the adder pads.
+    end = np.flatnonzero(row == 2)
+    if len(end):
+      data['discount'][i, end[0] - 1:] = 0.0
+      data['reward'][i, end[0]:] = 0.0
+      data['action'][i, end[0]:] = 0
+      data['extras']['log_prob'][i, end[0]:] = 0.0
+      data['observation']['legal_actions'][i, end[0]:] = 0.0
+  with tf.GradientTape(persistent=True) as tape:
+    got = updates.vtrace_loss(network, data, config)['total']
+    want = _reference_recurrent_vtrace(network, data, config)
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  params = network.trainable_variables
+  for g, w in zip(tape.gradient(got, params), tape.gradient(want, params)):
+    np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
