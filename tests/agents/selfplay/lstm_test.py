@@ -1,9 +1,11 @@
 """`--agent=impala --selfplay=<rule> --config.use_lstm=true`: IMPALA's LSTM
-network in self-play. The variant trains in test_mt on Kuhn poker; the core
-state stored at an item's first step (read from a real Reverb table) is the
-LSTM state of the player's earlier turns, recomputed from OpenSpiel's
-history; a league snapshot is rebuilt with the LSTM and plays legal actions
-only; options that cannot apply are refused in one line."""
+network in self-play. The variant trains in test_mt on Kuhn poker (main
+exploiters too); the core state stored at an item's first step (read from
+a real Reverb table) is the LSTM state of the player's earlier turns,
+recomputed from OpenSpiel's history; the recurrent V-trace loss equals a
+step-by-step reference; a league snapshot is rebuilt with the LSTM and
+plays legal actions only; options that cannot apply are refused in one
+line."""
 
 import csv
 import os
@@ -82,6 +84,29 @@ def test_lstm_variant_trains_in_test_mt(tmp_path):
     opponents = {r['opponent'] for r in csv.DictReader(f)}
   # The actor met LSTM snapshots of the pool.
   assert opponents & {p['id'] for p in players}
+
+
+def test_lstm_exploiters_reset_and_join_the_pool(tmp_path):
+  config = _config(num_exploiters=1, exploiter_reset_steps=10)
+  experiment = experiment_lib.ExperimentConfig(
+      agent='selfplay', env=GAME, num_actors=1, envs_per_actor=8,
+      max_actor_steps=10**9, logdir=str(tmp_path), launch_type='test_mt')
+  program = selfplay.make_program(config, experiment)
+  launched = launch.launch(program, launch_type='test_mt')
+  try:
+    league = program.groups['league'][0].create_handle().dereference()
+    deadline = time.monotonic() + 120
+    while (league.summary().get('league/exploiter0/resets', 0) < 2 and
+           time.monotonic() < deadline):
+      time.sleep(0.2)
+    summary, players = league.summary(), league.players()
+  finally:
+    launched.stop(timeout=60)
+  assert summary['league/exploiter0/resets'] >= 2
+  exploiters = [p for p in players if p['role'] == 'exploiter']
+  assert len(exploiters) >= 2
+  assert all(p['architecture']['network'] == 'lstm_policy_value'
+             for p in players)
 
 
 def _by_information_state(game):
