@@ -16,6 +16,7 @@ legal actions and sampled with `league.sample_legal` (ε-exploration
 included, as `MLPPolicy.act`).
 """
 
+import re
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from dm_env import specs
@@ -55,6 +56,23 @@ class LSTMPolicy:
         specs.Array(tuple(observation_shape), np.float32),
         specs.DiscreteArray(int(num_actions)), seed=seed)
     self.lstm_size = lstm_size
+
+  @classmethod
+  def from_weights(cls, weights: Mapping[str, np.ndarray],
+                   observation_shape: Sequence[int],
+                   seed: int = 0) -> 'LSTMPolicy':
+    """The policy of an LSTM network's weights (`networks.get_variables`
+    names), its sizes read from their shapes."""
+    layers = sorted(int(m.group(1)) for name in weights
+                    if (m := re.fullmatch(r'torso/mlp/layers/(\d+)/w', name)))
+    if 'core/lstm/w_h' not in weights or not layers:
+      raise ValueError('LSTMPolicy.from_weights needs the weights of an LSTM '
+                       f'actor-critic; got names {sorted(weights)}.')
+    policy = cls(observation_shape, weights['head/policy/w'].shape[1],
+                 [weights[f'torso/mlp/layers/{i}/w'].shape[1] for i in layers],
+                 weights['core/lstm/w_h'].shape[0], seed=seed)
+    policy.set_weights(weights)
+    return policy
 
   def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
     self._policy.set_weights(weights)

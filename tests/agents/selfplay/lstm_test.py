@@ -346,3 +346,25 @@ def test_recurrent_vtrace_matches_a_step_by_step_reference():
   params = network.trainable_variables
   for g, w in zip(tape.gradient(got, params), tape.gradient(want, params)):
     np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
+
+
+def test_repertory_play_plays_an_lstm_snapshot(tmp_path):
+  import glob  # pylint: disable=g-import-not-at-top
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  from repertory import play  # pylint: disable=g-import-not-at-top
+  config = _config()
+  network, spec = _lstm_network(config, seed=8)
+  snapshot = _league(str(tmp_path), config, spec).add_player(
+      networks.get_variables(network), 3, 3)
+  [index] = glob.glob(str(tmp_path / 'snapshots' / 'tags' / snapshot /
+                          'ckpt-*.index'))
+  env = environments.make(GAME, seed=0)
+  player = play.make_player(f'ckpt:{index[:-len(".index")]}', env, 0, True)
+  rows = play.play(env, [player, play.make_player('random', env, 1, False)],
+                   50)
+  assert [r['games'] for r in rows] == [50, 50]
+  # Its state ran through the last game from zero, at its own turns only.
+  [(seat, state)] = player._states.items()  # pylint: disable=protected-access
+  assert seat == 1 and np.abs(state.hidden).max() > 0
+  player.new_game()
+  assert not player._states  # pylint: disable=protected-access
