@@ -84,8 +84,8 @@ class Config:
       the end of a game; V-trace bootstraps from the last step's value);
       each item stores the core state at its first step. None: the whole
       game (`max_player_steps`). 'vtrace' only.
-    max_player_steps: the most moves one player makes in a game (items hold
-      this + 1 steps); None: the game's maximum length.
+    max_player_steps: the most moves one player makes in a game (whole-game
+      items hold this + 1 steps); None: the game's maximum length.
     variable_update_period: actors fetch the learner's weights every this
       many steps (non-blocking).
     snapshot_every_steps: the league freezes the learner every this many
