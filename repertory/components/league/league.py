@@ -218,6 +218,8 @@ class League:
     with open(self.path) as f:
       state = json.load(f)
     _check_architecture(state, self._directory, self._architecture)
+    if self._architecture is None:  # Kept as recorded (a reader's league).
+      self._architecture = state.get('architecture')
     self._players = state['players']
     self._retired = state.get('retired', [])
     self._last_snapshot = state['last_snapshot']
