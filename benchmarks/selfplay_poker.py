@@ -115,14 +115,23 @@ def league_curve(logdir: str, game):
   spec, _ = program.game_specs(f'openspiel:{_GAME.value}', config)
   league = league_lib.League(
       os.path.join(logdir, 'league'),
-      lambda: networks.make_network(spec, config.hidden_sizes))
+      lambda: networks.network_for(spec, config))
   players = league.players()
   seconds = training_seconds(logdir)
   curve, pool = [], []
   for player in players:
     _, weights = league.get_weights(player['id'])
-    policy = league_lib.MLPPolicy(weights)
-    table = op.tabular_policy(game, policy.probabilities)
+    if config.use_lstm:  # Each information state: the player's views so far.
+      from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+      policy = lstm_policy.LSTMPolicy(
+          spec.observations['observation'].shape, spec.actions.num_values,
+          config.hidden_sizes, config.lstm_size)
+      policy.set_weights(weights)
+      table = op.recurrent_tabular_policy(game,
+                                          policy.sequence_probabilities)
+    else:
+      policy = league_lib.MLPPolicy(weights)
+      table = op.tabular_policy(game, policy.probabilities)
     pool.append(table)
     curve.append({
         'seconds': seconds(player.get('time', 0.0)), 'step': player['step'],
@@ -177,7 +186,7 @@ def main(argv):
                                  _chunks(logdir)) or _SECONDS.value,
             'chunks': _chunks(logdir), 'league': league, 'cfr': cfr,
             'actor_steps_per_second': float(last.get(
-                'actor_steps_per_second', 'nan')),
+                'actor_steps_per_second') or 'nan'),
             'loadavg': open('/proc/loadavg').read().split()[:3]}
   counts = json.load(open(os.path.join(logdir, 'counts.json')))
   result['counts'] = counts

@@ -9,7 +9,9 @@ Player specs:
   mcts:<simulations>  OpenSpiel's MCTS bot (random rollouts; OpenSpiel games)
   run:<logdir>        the latest learner checkpoint of a selfplay run
   run:<logdir>@<id>   a league snapshot of that run, e.g. run:runs/x@main@v400
-  ckpt:<path>         a checkpoint of a policy-value MLP (`ckpt-N` prefix)
+  ckpt:<path>         a checkpoint of a policy network (`ckpt-N` prefix): an
+                      MLP, or IMPALA's LSTM (`--config.use_lstm`), whose state
+                      runs through each game
 
 Each player plays `--games` games in every seat (first and second for two
 players); the table gives the first player's wins, draws, losses and mean
@@ -102,7 +104,10 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
   if kind in ('run', 'ckpt'):
     from repertory.components import league  # pylint: disable=g-import-not-at-top
     prefix = _run_checkpoint(rest) if kind == 'run' else rest
-    policy = league.MLPPolicy(_checkpoint_weights(prefix))
+    weights = _checkpoint_weights(prefix)
+    if 'core/lstm/w_h' in weights:  # IMPALA's LSTM (--config.use_lstm).
+      return _LSTMPlayer(weights, env, rng, greedy)
+    policy = league.MLPPolicy(weights)
 
     def act(env_, timestep, p):
       del env_
@@ -114,6 +119,29 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
   raise ValueError(f'Unknown player spec {spec!r}; expected random, '
                    'mcts:<simulations>, run:<logdir>[@<snapshot>] or '
                    'ckpt:<path>.')
+
+
+class _LSTMPlayer:
+  """A recurrent policy's player: its LSTM state runs through each game from
+  zero (`new_game`), advancing at its own turns."""
+
+  def __init__(self, weights, env: Any, rng, greedy: bool):
+    from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+    shape = env.observation_spec()['observation'].shape[1:]
+    self._policy = lstm_policy.LSTMPolicy.from_weights(weights, shape)
+    self._rng, self._greedy, self._states = rng, greedy, {}
+
+  def new_game(self) -> None:
+    self._states = {}
+
+  def __call__(self, env_, timestep, p) -> int:
+    del env_
+    obs = timestep.observation
+    state = self._states.get(p, self._policy.initial_state(1))
+    action, _, self._states[p] = self._policy.act(
+        obs['observation'][p][None], obs['legal_actions'][p][None], state,
+        self._rng, self._greedy)
+    return int(action[0])
 
 
 def play(env: Any, players: List[Player], games: int) -> List[dict]:
@@ -130,6 +158,8 @@ def play(env: Any, players: List[Player], games: int) -> List[dict]:
     returns = []
     for _ in range(games):
       timestep, total = env.reset(), np.zeros(n)
+      for player in players:  # A recurrent player starts afresh.
+        getattr(player, 'new_game', lambda: None)()
       while not timestep.last():
         seat = int(timestep.observation['current_player'])
         action = players[player_in[seat]](env, timestep, seat)

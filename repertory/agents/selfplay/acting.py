@@ -23,8 +23,15 @@ last games learn with fewer seats if the round wants fewer), flushes them
 to the queue and waits for the next version; no step of a round is taken
 with another version.
 
+With `use_lstm` every player (learning seats and opponents' snapshots, the
+same IMPALA LSTM network) carries its core state across its own turns of a
+game, zeroed when the game starts; each learning seat's items store the
+state it had at their first step.
+
 Each learning seat writes ITS OWN trajectory through a `SequenceAdder`
-(zero-padded to `max_player_steps + 1`, one item per game): its
+(items of T + 1 steps every T of its moves, T = `unroll_length` or
+`max_player_steps`, zero padded at the end of a game; by default one item
+per game): its
 observations at its own turns, its actions and their log-probabilities, the
 rewards it received between its turns, and the policy version. Finished
 games go to the league (payoffs, Elo), to the run monitor (the learning
@@ -44,6 +51,7 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import adders
+from repertory.components.actor_critic import lstm_policy
 from repertory.components import league as league_lib
 from repertory.components import rounds
 from repertory.components import variables
@@ -54,6 +62,14 @@ _MAX_CACHED_OPPONENTS = 64
 _LEARNER = '<learner>'
 
 
+def core_state_spec(config: config_lib.Config) -> Optional[Dict[str, Any]]:
+  """One seat's stored core state (numpy examples), or None (no LSTM)."""
+  if not config.use_lstm:
+    return None
+  zeros = np.zeros((config.lstm_size,), np.float32)
+  return {'hidden': zeros, 'cell': zeros.copy()}
+
+
 class _Seat:
   """One learning seat of one game: its adder and what it owes the adder."""
 
@@ -61,14 +77,16 @@ class _Seat:
     self.adder = adder
     self.action = None      # The seat's last action, not yet added.
     self.log_prob = None
+    self.core_state = None  # The LSTM state it chose that action with.
     self.reward = 0.0       # Its rewards since its last turn.
 
-  def act(self, view, action, log_prob, version) -> None:
+  def act(self, view, action, log_prob, version, core_state=None) -> None:
     step = (dm_env.StepType.FIRST if self.action is None
             else dm_env.StepType.MID)
     self._add(step, view, 1.0)
     self.adder.set_policy_version(version)
     self.action, self.log_prob = action, log_prob
+    self.core_state = core_state
 
   def end(self, view) -> None:
     if self.action is not None:
@@ -81,7 +99,8 @@ class _Seat:
     else:
       self.adder.add(np.int32(self.action), dm_env.TimeStep(
           step_type, np.float32(self.reward), np.float32(discount), view),
-          extras={'log_prob': np.float32(self.log_prob)})
+          extras={'log_prob': np.float32(self.log_prob)},
+          core_state=self.core_state)
     self.reward = 0.0
 
 
@@ -112,15 +131,26 @@ class SelfPlayActor(core.Worker):
                        f'(openspiel:..., pettingzoo:...); {env!r} is a '
                        'single-agent environment.')
     self._n = self._games[0].num_players
-    length = max_player_steps + 1
+    steps = config_lib.unroll_steps(config, max_player_steps)
     self._seats = [[_Seat(adders.SequenceAdder(
-        replay, config_lib.table_name(role), length, period=length,
+        replay, config_lib.table_name(role), steps + 1, period=steps,
         end_of_episode_behavior=adders.EndBehavior.ZERO_PAD,
         actor_id=actor_id)) for _ in range(self._n)] for _ in self._games]
     self._client = None if server is not None else variables.VariableClient(
         learner, config_lib.POLICY,
         update_period=config.variable_update_period)
     self._source = learner
+    self._lstm = None  # use_lstm: the learner's and the opponents' policies.
+    if config.use_lstm:
+      spec = multiagent.player_spec(self._games[0])
+      make = lambda: lstm_policy.LSTMPolicy(  # pylint: disable=g-long-lambda
+          spec.observations['observation'].shape,
+          spec.actions.num_values, config.hidden_sizes, config.lstm_size)
+      self._lstm = {_LEARNER: make(), 'opponent': make()}
+      self._lstm_opponent = None  # Whose weights 'opponent' holds.
+      shape = (len(self._games), self._n, config.lstm_size)
+      self._hidden = np.zeros(shape, np.float32)  # Per game and player.
+      self._cell = np.zeros(shape, np.float32)
     # 'ppo': synchronous rounds. The trajectories the round still wants
     # (None: asynchronous acting) and the version of the last round.
     self._round_left: Optional[int] = (
@@ -166,7 +196,8 @@ class SelfPlayActor(core.Worker):
     policy = self._opponent_cache.get(opponent)
     if policy is None:
       _, weights = self._league.get_weights(opponent)
-      policy = league_lib.MLPPolicy(weights)
+      policy = (weights if self._lstm is not None
+                else league_lib.MLPPolicy(weights))
       self._opponent_cache[opponent] = policy
       if len(self._opponent_cache) > _MAX_CACHED_OPPONENTS:
         self._opponent_cache.popitem(last=False)
@@ -195,6 +226,9 @@ class SelfPlayActor(core.Worker):
       self._round_left -= len(self._learning[i])
     self._versions[i] = self._learner_version
     self._totals[i] = np.zeros(self._n)
+    if self._lstm is not None:  # Every player starts the game afresh.
+      self._hidden[i] = 0.0
+      self._cell[i] = 0.0
     self._timesteps[i] = self._games[i].reset()
 
   # --- the loop ----------------------------------------------------------------
@@ -214,7 +248,7 @@ class SelfPlayActor(core.Worker):
         return
       if self._server is None:
         self._client.update(wait=True)
-        self._learner = league_lib.MLPPolicy(self._client.params)
+        self._learner = self._learner_policy(self._client.params)
         self._learner_version = self._client.version
       else:
         self._channel = launch.ChannelClient(self._server.channel_address())
@@ -245,7 +279,7 @@ class SelfPlayActor(core.Worker):
         f'Self-play actor {self._actor_id} ({self._role})') is None:
       return None
     self._client.update(wait=True)
-    self._learner = league_lib.MLPPolicy(self._client.params)
+    self._learner = self._learner_policy(self._client.params)
     self._learner_version = self._round_version = self._client.version
     return self._learner_version
 
@@ -282,14 +316,14 @@ class SelfPlayActor(core.Worker):
         rows.append((i, p, _LEARNER if learns or live
                      else self._opponents[i][0], learns))
     choose = self._choose_locally if self._server is None else self._serve
-    chosen, log_probs, versions = choose(rows)
+    chosen, log_probs, versions, states = choose(rows)
     actions = np.zeros((len(self._games), self._n), np.int64)
-    for (i, p, _, learns), action, log_prob, version in zip(
-        rows, chosen, log_probs, versions):
+    for (i, p, _, learns), action, log_prob, version, state in zip(
+        rows, chosen, log_probs, versions, states):
       actions[i, p] = action
       if learns:
         self._seats[i][p].act(multiagent.player_view(self._timesteps[i], p),
-                              action, log_prob, version)
+                              action, log_prob, version, state)
     for i in active:
       game = self._games[i]
       timestep = game.step(actions[i])
@@ -304,31 +338,63 @@ class SelfPlayActor(core.Worker):
     if self._client is not None and self._round_left is None:
       self._client.update()
       if self._client.version != self._learner_version:
-        self._learner = league_lib.MLPPolicy(self._client.params)
+        self._learner = self._learner_policy(self._client.params)
         self._learner_version = self._client.version
 
+  def _learner_policy(self, params) -> Any:
+    if self._lstm is None:
+      return league_lib.MLPPolicy(params)
+    self._lstm[_LEARNER].set_weights(params)
+    return self._lstm[_LEARNER]
+
+  def _recurrent_policy(self, key: str) -> Any:
+    """The LSTM policy of `key` (the learner or a snapshot's weights)."""
+    if key == _LEARNER:
+      return self._lstm[_LEARNER]
+    weights = self._opponent_policy(key)
+    if self._lstm_opponent != key:
+      self._lstm['opponent'].set_weights(weights)
+      self._lstm_opponent = key
+    return self._lstm['opponent']
+
   def _choose_locally(self, rows):
-    """(actions, log-probs, versions) per row, one call per policy."""
+    """(actions, log-probs, versions, core states used) per row, one call
+    per policy (the core states: None without an LSTM)."""
     chosen = np.zeros(len(rows), np.int64)
     log_probs = np.zeros(len(rows), np.float32)
+    states = [None] * len(rows)
     groups: Dict[str, List[int]] = collections.defaultdict(list)
     for k, (_, _, key, _) in enumerate(rows):
       groups[key].append(k)
     for key, ks in groups.items():
-      policy = (self._learner if key == _LEARNER
-                else self._opponent_policy(key))
       obs = np.stack([self._timesteps[rows[k][0]].observation['observation'][
           rows[k][1]] for k in ks])
       legal = np.stack([self._timesteps[rows[k][0]].observation[
           'legal_actions'][rows[k][1]] for k in ks])
-      chosen[ks], log_probs[ks] = policy.act(
-          obs, legal, self._rng,
-          epsilon=self._config.exploration if key == _LEARNER else 0.0)
-    return chosen, log_probs, [self._learner_version] * len(rows)
+      epsilon = self._config.exploration if key == _LEARNER else 0.0
+      if self._lstm is None:
+        policy = (self._learner if key == _LEARNER
+                  else self._opponent_policy(key))
+        chosen[ks], log_probs[ks] = policy.act(obs, legal, self._rng,
+                                               epsilon=epsilon)
+        continue
+      games = [rows[k][0] for k in ks]
+      players = [rows[k][1] for k in ks]
+      hidden = self._hidden[games, players]  # [K, lstm] (copies)
+      cell = self._cell[games, players]
+      chosen[ks], log_probs[ks], state = self._recurrent_policy(key).act(
+          obs, legal, lstm_policy.LSTMPolicy.state(hidden, cell), self._rng,
+          epsilon=epsilon)
+      self._hidden[games, players] = state.hidden
+      self._cell[games, players] = state.cell
+      for j, k in enumerate(ks):
+        states[k] = {'hidden': hidden[j], 'cell': cell[j]}
+    return chosen, log_probs, [self._learner_version] * len(rows), states
 
   def _serve(self, rows):
-    """(actions, log-probs, versions) per row from the inference server:
-    one call with every game's acting player (turn-based games)."""
+    """(actions, log-probs, versions, no core states) per row from the
+    inference server: one call with every game's acting player (turn-based
+    games; stateless policies)."""
     if len(rows) != len(self._games):
       raise ValueError('Self-play on an inference server plays turn-based '
                        'games (one acting player per game).')
@@ -350,7 +416,8 @@ class SelfPlayActor(core.Worker):
     learner = opponent == ''
     if learner.any():
       self._learner_version = int(versions[learner].max())
-    return actions, extras['log_prob'], versions.tolist()
+    return (actions, extras['log_prob'], versions.tolist(),
+            [None] * len(rows))
 
   def _finish(self, i: int) -> None:
     timestep = self._timesteps[i]
@@ -386,6 +453,14 @@ class SelfPlayActor(core.Worker):
       self._results = []
     self._reporter.flush()
 
+  def flush(self) -> None:
+    """Sends every written item to the queue and every finished game to the
+    league."""
+    for seats in self._seats:
+      for seat in seats:
+        seat.adder.flush()
+    self._flush_reports()
+
   def close(self) -> None:
     self._flush_reports()
     if self._log is not None:
@@ -400,26 +475,44 @@ class SelfPlayActor(core.Worker):
 
 class EvalActor(core.Actor):
   """Acts with the learner's latest weights on one player's view (for the
-  run monitor's evaluation against a fixed opponent)."""
+  run monitor's evaluation against a fixed opponent); with a `config` of
+  `use_lstm` (and the game's `spec`) its LSTM state runs through each game."""
 
-  def __init__(self, learner: Any, greedy: bool = False, seed: int = 0):
+  def __init__(self, learner: Any, greedy: bool = False, seed: int = 0,
+               config: Optional[config_lib.Config] = None, spec: Any = None):
     self._client = variables.VariableClient(learner, config_lib.POLICY)
     self._greedy = greedy
     self._rng = np.random.default_rng(seed)
     self._policy = None
+    self._lstm, self._state = None, None
+    if config is not None and config.use_lstm:
+      self._lstm = lstm_policy.LSTMPolicy(
+          spec.observations['observation'].shape, spec.actions.num_values,
+          config.hidden_sizes, config.lstm_size, seed=seed)
+      self._state = self._lstm.initial_state(1)
 
   def select_action(self, observation: Any) -> int:
+    if self._lstm is not None:
+      action, _, self._state = self._lstm.act(
+          observation['observation'][None],
+          observation['legal_actions'][None], self._state, self._rng,
+          self._greedy)
+      return int(action[0])
     action, _ = self._policy.act(observation['observation'][None],
                                  observation['legal_actions'][None],
                                  self._rng, self._greedy)
     return int(action[0])
 
   def observe_first(self, timestep: dm_env.TimeStep) -> None:
-    pass
+    if self._lstm is not None:
+      self._state = self._lstm.initial_state(1)
 
   def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
     pass
 
   def update(self, wait: bool = False) -> None:
     self._client.update(wait=wait)
-    self._policy = league_lib.MLPPolicy(self._client.params)
+    if self._lstm is not None:
+      self._lstm.set_weights(self._client.params)
+    else:
+      self._policy = league_lib.MLPPolicy(self._client.params)

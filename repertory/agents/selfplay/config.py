@@ -72,8 +72,20 @@ class Config:
     baseline_cost: weight of the critic's (Q) loss.
     max_gradient_norm: gradients are clipped to this global norm.
     hidden_sizes: widths of the MLP torso.
-    max_player_steps: the most moves one player makes in a game (items hold
-      this + 1 steps); None: the game's maximum length.
+    use_lstm: an LSTM core after the torso (IMPALA's recurrent agent,
+      `components.networks.RecurrentPolicyValueNetwork` with a policy and a
+      state-value head): each player carries its core state across its
+      own turns of a game, the learner unrolls it from the state stored at
+      each item's first step, and league snapshots are rebuilt with it.
+      'vtrace' with inference='local' only (`--agent=impala --selfplay`).
+    lstm_size: the LSTM's hidden size (`use_lstm`).
+    unroll_length: T, one player's moves per item: items of T + 1 steps
+      every T steps of its trajectory (overlapping by one, zero padded at
+      the end of a game; V-trace bootstraps from the last step's value);
+      each item stores the core state at its first step. None: the whole
+      game (`max_player_steps`). 'vtrace' only.
+    max_player_steps: the most moves one player makes in a game (whole-game
+      items hold this + 1 steps); None: the game's maximum length.
     variable_update_period: actors fetch the learner's weights every this
       many steps (non-blocking).
     snapshot_every_steps: the league freezes the learner every this many
@@ -128,6 +140,9 @@ class Config:
   baseline_cost: float = 0.5
   max_gradient_norm: float = 10.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
+  use_lstm: bool = False
+  lstm_size: int = 64
+  unroll_length: Optional[int] = None
   max_player_steps: Optional[int] = None
   variable_update_period: int = 4
   snapshot_every_steps: Optional[int] = 200
@@ -161,7 +176,7 @@ class Config:
           f'Config: clip_rho_threshold={self.clip_rho_threshold} and '
           f'ppo_clip={self.ppo_clip} must be > 0, gae_lambda='
           f'{self.gae_lambda} in [0, 1].')
-    for name in ('ppo_epochs', 'ppo_minibatches',
+    for name in ('ppo_epochs', 'ppo_minibatches', 'lstm_size',
                  'batch_size', 'variable_update_period',
                  'report_every_games', 'checkpoint_every_steps',
                  'learner_log_every', 'min_games'):
@@ -175,7 +190,8 @@ class Config:
       raise ValueError(f'Config.exploration must be in [0, 1), got '
                        f'{self.exploration}.')
     for name in ('learning_rate_decay_steps', 'magnet_update_steps',
-                 'exploiter_actors', 'exploiter_reset_steps'):
+                 'exploiter_actors', 'exploiter_reset_steps',
+                 'unroll_length'):
       value = getattr(self, name)
       if value is not None and value < 1:
         raise ValueError(f'Config.{name} must be >= 1 or None, got {value}.')
@@ -222,6 +238,37 @@ def check_exploiters(config: Config) -> None:
         "Config: matchmaking='latest' plays the main agent against itself "
         f'only, so its num_exploiters={config.num_exploiters} exploiters would '
         'never be met; choose one of uniform, pfsp, pfsp_variance.')
+
+
+def check_network(config: Config) -> None:
+  """Refuses the recurrent and unroll options where they cannot apply
+  (checked when the program is built, as `check_exploiters`)."""
+  for name, given in (('use_lstm', config.use_lstm),
+                      ('unroll_length', config.unroll_length is not None)):
+    if given and (config.policy_loss, config.inference) != ('vtrace',
+                                                            'local'):
+      raise ValueError(
+          f'Config.{name}={getattr(config, name)!r} applies to '
+          "policy_loss='vtrace' with inference='local' (--agent=impala "
+          f'--selfplay=<rule>); got policy_loss={config.policy_loss!r}, '
+          f'inference={config.inference!r}.')
+
+
+def unroll_steps(config: Config, max_player_steps: int) -> int:
+  """T, one player's moves per item (`unroll_length`, at most a game's)."""
+  if config.unroll_length is None:
+    return max_player_steps
+  return min(config.unroll_length, max_player_steps)
+
+
+def architecture(config: Config) -> dict:
+  """What rebuilds the network of this config's snapshots (league.json
+  records it; a league of another architecture is refused)."""
+  if config.use_lstm:
+    return {'network': 'lstm_policy_value',
+            'hidden_sizes': list(config.hidden_sizes),
+            'lstm_size': config.lstm_size}
+  return {'network': 'mlp_policy_q', 'hidden_sizes': list(config.hidden_sizes)}
 
 
 def table_name(learner: str) -> str:

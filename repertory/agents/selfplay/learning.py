@@ -50,7 +50,7 @@ class SelfPlayLearner(core.Learner):
     # Counted as the run's learner steps (main) or '<exploiter>_steps'.
     self._steps_key = ('learner_steps' if role == config_lib.MAIN
                        else f'{role}_steps')
-    self._network = networks_lib.make_network(spec, config.hidden_sizes)
+    self._network = networks_lib.network_for(spec, config)
     self._initial = self._weights()  # What an exploiter resets to.
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
     self._optimizer = snt.optimizers.Adam(self._learning_rate)

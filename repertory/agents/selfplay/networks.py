@@ -1,8 +1,10 @@
 """The self-play network: an MLP torso with a policy head (logits) and an
 action-value head (Q, one per action), over one player's observation; the
-logits are masked to the legal actions."""
+logits are masked to the legal actions. With `use_lstm` it is IMPALA's
+recurrent network instead (`actor_critic.lstm_policy.make_network`: MLP
+torso, LSTM core, policy and state-value heads)."""
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import sonnet as snt
 import tensorflow as tf
@@ -43,14 +45,30 @@ class _Head(snt.Module):
         batching.apply_over_leading_dims(self._q, embedding, 1))
 
 
-def make_network(spec: Any, hidden_sizes: Sequence[int]) -> PolicyQNetwork:
-  """The network over `spec.observations['observation']`, variables built."""
+def make_network(spec: Any, hidden_sizes: Sequence[int],
+                 lstm_size: Optional[int] = None) -> snt.Module:
+  """The network over `spec.observations['observation']`, variables built:
+  a `PolicyQNetwork`, or with `lstm_size` IMPALA's LSTM network."""
   shape = tuple(spec.observations['observation'].shape)
+  if lstm_size is not None:
+    from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+    return lstm_policy.make_network(shape, int(spec.actions.num_values),
+                                    hidden_sizes, lstm_size)
   network = PolicyQNetwork(
       networks.MLPTorso(tuple(hidden_sizes), max(len(shape), 1)),
       num_actions=int(spec.actions.num_values))
   network(tf.zeros((1,) + shape))
   return network
+
+
+def network_for(spec: Any, config: Any) -> snt.Module:
+  """The network of a selfplay `Config` (its `use_lstm`, sizes)."""
+  return make_network(spec, config.hidden_sizes,
+                      config.lstm_size if config.use_lstm else None)
+
+
+def is_recurrent(network: snt.Module) -> bool:
+  return isinstance(network, networks.RecurrentPolicyValueNetwork)
 
 
 def masked_logits(logits: tf.Tensor, legal: tf.Tensor) -> tf.Tensor:

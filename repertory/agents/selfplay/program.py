@@ -68,9 +68,11 @@ def make_evaluation_environment(env: Any, seed: int):
 
 
 def make_tables(config: config_lib.Config, spec: Any, length: int) -> list:
-  """One queue per learner: the main agent's, then each exploiter's."""
+  """One queue per learner: the main agent's, then each exploiter's (items
+  of `length` steps; with `use_lstm`, the core state at the first)."""
   signature = adders.sequence_signature(
-      spec, length, extras_spec={'log_prob': spec.rewards})
+      spec, length, extras_spec={'log_prob': spec.rewards},
+      core_state_spec=acting.core_state_spec(config))
   learners = [config_lib.MAIN] + config_lib.exploiter_names(config)
   return [replay_lib.queue_table(config_lib.table_name(learner),
                                  config.max_queue_size, signature,
@@ -84,24 +86,27 @@ def make_program(config: config_lib.Config,
   """replay, counter, league, learner, monitor, [inference], actors,
   [exploiter learners and actors]."""
   config_lib.check_exploiters(config)
+  config_lib.check_network(config)
+  league_lib.check_architecture(os.path.join(experiment.logdir, 'league'),
+                                config_lib.architecture(config))
   spec, max_player_steps = game_specs(experiment.env, config)
   program = launch.Program('selfplay')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
-        make_tables, config, spec, max_player_steps + 1)))
+        make_tables, config, spec,
+        config_lib.unroll_steps(config, max_player_steps) + 1)))
   counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('league'):
     league = program.add_node(launch.CourierNode(
         league_lib.League, os.path.join(experiment.logdir, 'league'),
-        functools.partial(networks_lib.make_network, spec,
-                          config.hidden_sizes),
+        functools.partial(networks_lib.network_for, spec, config),
         matchmaking=config.matchmaking,
         snapshot_every_steps=config.snapshot_every_steps,
         snapshot_win_rate=config.snapshot_win_rate,
         min_games=config.min_games, max_snapshots=config.max_snapshots,
         elo_k=config.elo_k, exploiter_win_rate=config.exploiter_win_rate,
         exploiter_reset_steps=config.exploiter_reset_steps,
-        seed=experiment.seed))
+        seed=experiment.seed, architecture=config_lib.architecture(config)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.SelfPlayLearner, config, spec, replay, counter, league,
@@ -112,7 +117,9 @@ def make_program(config: config_lib.Config,
         make_environment=functools.partial(make_evaluation_environment,
                                            experiment.env,
                                            experiment.eval_seed),
-        make_eval_actor=acting.EvalActor, variable_source=learner,
+        make_eval_actor=functools.partial(acting.EvalActor, config=config,
+                                          spec=spec),
+        variable_source=learner,
         logdir=experiment.logdir, max_actor_steps=experiment.max_actor_steps,
         stop_at_return=experiment.stop_at_return,
         eval_episodes=experiment.eval_episodes,

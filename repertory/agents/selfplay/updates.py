@@ -10,6 +10,13 @@ value these losses need is the Q head's policy average
 
     V(o_t) = Σ_a sg(π(a|o_t)) Q(o_t, a)
 
+With `use_lstm` ('vtrace' only) the network is IMPALA's LSTM network with
+a state-value head, V(o_t) its value, unrolled over the item's L steps
+from the core state stored with its first step (items never cross games,
+so no state is reset inside one). With `unroll_length` an item may end
+before its game does: V-trace bootstraps from V(o_T) where step T is not
+LAST (0 where it is, which whole-game items always are).
+
 'vtrace' (Espeholt et al. 2018): `losses.impala_loss` with the behaviour
 log-probabilities log μ(a_t|o_t) the actors recorded (their ε-exploration
 included), so the learner's lag behind the actors and the exploring moves
@@ -33,6 +40,7 @@ minibatch's ratio differs from 1 only by the actors' ε-exploration
 
 from typing import Any, Callable, Dict
 
+import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.selfplay import config as config_lib
@@ -50,14 +58,22 @@ def _time_major(x: tf.Tensor) -> tf.Tensor:
 
 
 def _policy_and_value(network: Any, observation: tf.Tensor, legal: tf.Tensor,
-                      valid: tf.Tensor):
-  """(masked logits, V = Σ sg(π) Q). Rows not `valid` get the constant
-  logits of a sure action 0 (what the padding holds): log π = 0, H = 0."""
-  out = network(observation)
+                      valid: tf.Tensor, core_state: Any = None):
+  """(masked logits, V = Σ sg(π) Q, or an LSTM network's value unrolled
+  over time-major `[L, B, ...]` from `core_state`). Rows not `valid` get
+  the constant logits of a sure action 0 (what the padding holds):
+  log π = 0, H = 0."""
+  if networks_lib.is_recurrent(network):
+    out, _ = network.unroll(observation, snt.LSTMState(
+        hidden=core_state['hidden'], cell=core_state['cell']))
+  else:
+    out = network(observation)
   logits = networks_lib.masked_logits(out.logits, tf.cast(legal, tf.float32))
   sure = tf.one_hot(tf.zeros_like(valid, tf.int32), tf.shape(logits)[-1],
                     on_value=0.0, off_value=-1e9)
   logits = tf.where(valid[..., None], logits, sure)
+  if networks_lib.is_recurrent(network):
+    return logits, out.value
   pi = tf.stop_gradient(tf.nn.softmax(logits))
   value = tf.reduce_sum(pi * out.q, axis=-1)
   return logits, value
@@ -97,10 +113,14 @@ def vtrace_loss(network: Any, data: Dict[str, tf.Tensor],
   valid_f = tf.cast(valid, tf.float32)
   count = tf.maximum(tf.reduce_sum(valid_f), 1.0)
   scale = tf.cast(tf.size(valid_f), tf.float32) / count
+  valid_l = tf.not_equal(_time_major(data['step_type']), _LAST)  # [L, B]
   logits, value = _policy_and_value(
-      network, observation[:-1], legal[:-1], valid)         # [T, B, A], [T, B]
+      network, observation, legal, valid_l,
+      data.get('core_state'))                               # [L, B, A], [L, B]
+  bootstrap = value[-1] * tf.cast(valid_l[-1], tf.float32)  # [B]
+  logits, value = logits[:-1], value[:-1]                   # [T, B, A], [T, B]
   out = losses.impala_loss(
-      logits, action, mu_log_prob, value * valid_f, tf.zeros_like(value[0]),
+      logits, action, mu_log_prob, value * valid_f, bootstrap,
       r_t, discount_t, baseline_cost=c.baseline_cost,
       entropy_cost=c.entropy_cost, clip_rho_threshold=c.clip_rho_threshold,
       clip_pg_rho_threshold=c.clip_rho_threshold)

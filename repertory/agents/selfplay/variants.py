@@ -13,13 +13,19 @@ runs the selfplay agent with the named agent's loss and acting:
 | selfplay | selfplay | (its --config.policy_loss) | (its --config.inference) |
 
 and `--config.matchmaking=<rule>`. Other `--config.<field>` arguments are
-the selfplay agent's (`repertory/agents/selfplay/config.py`). Imports
-neither TensorFlow nor Reverb.
+the selfplay agent's (`repertory/agents/selfplay/config.py`), among them
+IMPALA's recurrent options (`use_lstm`, `lstm_size`, `unroll_length`,
+`hidden_sizes`); one of the named agent's options that self-play does not
+take (e.g. IMPALA's `shared_torso`) is refused in one line naming those it
+takes. Imports neither TensorFlow nor Reverb.
 """
 
+import dataclasses
 from typing import Dict, List, Sequence
 
 from repertory.agents.selfplay import config as config_lib
+from repertory.components import checkpointing
+from repertory.components.actor_critic import config as actor_critic_config
 
 FLAG = 'selfplay'
 # --agent -> the selfplay agent's settings that make it that agent's variant.
@@ -72,6 +78,30 @@ def rewrite_argv(argv: Sequence[str], agent: str) -> List[str]:
       raise ValueError(f'--agent={agent} --selfplay={rule} sets '
                        f'--config.{field}={value}; got --config.{field}='
                        f'{given}.')
+  _check_fields(rest, agent, rule)
   _, rest = _value(rest, 'agent')
   return rest[:1] + ['--agent=selfplay'] + [
       f'--config.{k}={v}' for k, v in settings.items()] + rest[1:]
+
+
+def _check_fields(argv: Sequence[str], agent: str, rule: str) -> None:
+  """Refuses a `--config.<field>` the selfplay agent does not have, naming
+  the named agent's options that it takes (IMPALA's and SEED's: those of
+  `ActorCriticConfig` that the selfplay `Config` shares)."""
+  fields = {f.name for f in dataclasses.fields(config_lib.Config)}
+  for arg in argv:
+    if not arg.startswith('--config.'):
+      continue
+    name = arg[len('--config.'):].split('=', 1)[0]
+    rest, _ = checkpointing.split_overrides({name: ''})
+    if not rest or name in fields:
+      continue  # A checkpoint setting, or one of the selfplay agent's.
+    if agent in ('impala', 'seed'):
+      shared = sorted(fields & {f.name for f in dataclasses.fields(
+          actor_critic_config.ActorCriticConfig)})
+      takes = f"self-play takes these of {agent}'s: {', '.join(shared)}"
+    else:
+      takes = f"it takes the selfplay agent's: {', '.join(sorted(fields))}"
+    raise ValueError(f'--config.{name} does not apply to --agent={agent} '
+                     f'--selfplay={rule}; {takes} (see --agent=selfplay '
+                     '--help).')

@@ -5,6 +5,7 @@ to play many frozen opponents at once.
 See `league.py` for the usage loop.
 """
 
+from repertory.components.league.league import check_architecture
 from repertory.components.league.league import exploiter_name
 from repertory.components.league.league import League
 from repertory.components.league.league import learner_role
@@ -15,8 +16,10 @@ from repertory.components.league.league import snapshot_id
 from repertory.components.league.matchmaking import pfsp_weights
 from repertory.components.league.matchmaking import register as register_matchmaking
 from repertory.components.league.matchmaking import RULES as MATCHMAKING_RULES
+from repertory.components.league.policy import legal_probabilities
 from repertory.components.league.policy import masked_logits
 from repertory.components.league.policy import MLPPolicy
+from repertory.components.league.policy import sample_legal
 from repertory.components.league.policy import ServedPolicy
 from repertory.components.league.ratings import Elo
 from repertory.components.league.ratings import elo_expected

@@ -80,6 +80,31 @@ def _learner_of(player: dict) -> str:
   return player.get('learner', player['id'].rsplit('@v', 1)[0])
 
 
+def _check_architecture(state: Mapping[str, Any], directory: str,
+                        architecture: Optional[Mapping[str, Any]]) -> None:
+  recorded = [state.get('architecture')] + [
+      p.get('architecture') for p in state.get('players', [])]
+  for other in recorded:
+    if None not in (other, architecture) and other != architecture:
+      raise ValueError(
+          f'The league in {directory} holds snapshots of network {other}; '
+          f'this run builds {architecture}. Use another run directory, or '
+          "that league's network settings.")
+
+
+def check_architecture(directory: str,
+                       architecture: Optional[Mapping[str, Any]]) -> None:
+  """Refuses (one line) a league in `directory` whose snapshots were
+  recorded with another network `architecture` (nothing there: fine)."""
+  path = os.path.join(directory, 'league.json')
+  if architecture is None or not os.path.exists(path):
+    return
+  with open(path) as f:
+    state = json.load(f)
+  _check_architecture(state, directory,
+                      json.loads(json.dumps(dict(architecture))))
+
+
 class League:
   """The pool, its matchmaking, payoff table and ratings (thread-safe).
 
@@ -108,6 +133,10 @@ class League:
     seed: seed of the opponent sampler.
     save_every_seconds: `league.json` is rewritten at most this often after
       reports (always after a snapshot is added, and on `save()`).
+    architecture: what rebuilds `make_network`'s network (a JSON dict, e.g.
+      {'network': 'lstm_policy_value', 'hidden_sizes': [64], 'lstm_size':
+      64}), recorded with every snapshot; a directory whose league was
+      recorded with another one is refused (its snapshots would not load).
   """
 
   def __init__(self, directory: str,
@@ -122,8 +151,11 @@ class League:
                exploiter_win_rate: float = 0.7,
                exploiter_reset_steps: Optional[int] = None,
                seed: int = 0,
-               save_every_seconds: float = 10.0):
+               save_every_seconds: float = 10.0,
+               architecture: Optional[Mapping[str, Any]] = None):
     self._rule_name = matchmaking
+    self._architecture = (None if architecture is None
+                          else json.loads(json.dumps(dict(architecture))))
     self._rule = matchmaking_lib.get(matchmaking)
     if snapshot_every_steps is not None and snapshot_every_steps < 1:
       raise ValueError(
@@ -185,6 +217,9 @@ class League:
       return
     with open(self.path) as f:
       state = json.load(f)
+    _check_architecture(state, self._directory, self._architecture)
+    if self._architecture is None:  # Kept as recorded (a reader's league).
+      self._architecture = state.get('architecture')
     self._players = state['players']
     self._retired = state.get('retired', [])
     self._last_snapshot = state['last_snapshot']
@@ -205,6 +240,7 @@ class League:
           'elo_k': self._elo.k, 'games': self._games,
           'resets': self._resets,
           'matchmaking': self._rule_name,
+          'architecture': self._architecture,
       }
       with open(self.path + '.tmp', 'w') as f:
         json.dump(state, f)
@@ -245,6 +281,8 @@ class League:
       self._players.append({'id': player, 'role': role, 'learner': learner,
                             'version': int(version), 'step': int(step),
                             'time': time.time()})
+      if self._architecture is not None:
+        self._players[-1]['architecture'] = self._architecture
       self._elo.set(player, self._elo[learner])  # It starts where its learner is.
       self._last_snapshot[learner] = {'step': int(step), 'games': 0,
                                       'points': 0.0}

@@ -30,10 +30,46 @@ def masked_logits(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
   return np.where(legal > 0, logits, NEG_INF)
 
 
+def legal_probabilities(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+  """softmax over the legal actions of `logits` `[B, A]`."""
+  logits = masked_logits(logits, legal)
+  logits = logits - logits.max(axis=-1, keepdims=True)
+  p = np.exp(logits)
+  return p / p.sum(axis=-1, keepdims=True)
+
+
+def sample_legal(probs: np.ndarray, legal: np.ndarray,
+                 rng: Optional[np.random.Generator], greedy: bool = False,
+                 epsilon: float = 0.0, uniform: Optional[np.ndarray] = None
+                 ) -> Tuple[np.ndarray, np.ndarray]:
+  """Sampled (or greedy) actions `[B]` of `probs` `[B, A]` and their
+  log-probs `[B]`; with `epsilon`, of (1 - epsilon) probs + epsilon uniform
+  over the legal actions (exploration). `uniform` ([B] numbers in [0, 1))
+  replaces the draws from `rng`."""
+  if epsilon > 0:
+    spread = legal / legal.sum(axis=-1, keepdims=True)
+    probs = (1.0 - epsilon) * probs + epsilon * spread
+  if greedy:
+    actions = probs.argmax(axis=-1)
+  else:
+    cumulative = probs.cumsum(axis=-1)
+    u = (rng.uniform(size=len(probs)) if uniform is None
+         else np.asarray(uniform, np.float64))
+    draws = u[:, None] * cumulative[:, -1:]
+    actions = np.minimum((cumulative < draws).sum(axis=-1),
+                         probs.shape[-1] - 1)
+  chosen = probs[np.arange(len(actions)), actions]
+  return actions, np.log(np.maximum(chosen, 1e-30))
+
+
 class MLPPolicy:
   """The acting function of an MLP policy-value network's weights."""
 
   def __init__(self, weights: Mapping[str, np.ndarray]):
+    if any(name.startswith('core/') for name in weights):
+      raise ValueError('MLPPolicy plays MLP weights; these have an LSTM core '
+                       "('core/lstm/...'): play them with "
+                       'actor_critic.lstm_policy.LSTMPolicy.')
     layers = sorted((int(m.group(1)), name) for name in weights
                     if (m := _LAYER.fullmatch(name)))
     if not layers or 'head/policy/w' not in weights:
@@ -65,10 +101,7 @@ class MLPPolicy:
 
   def probabilities(self, observations: np.ndarray,
                     legal: np.ndarray) -> np.ndarray:
-    logits = masked_logits(self(observations)[0], legal)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    p = np.exp(logits)
-    return p / p.sum(axis=-1, keepdims=True)
+    return legal_probabilities(self(observations)[0], legal)
 
   def act(self, observations: np.ndarray, legal: np.ndarray,
           rng: Optional[np.random.Generator], greedy: bool = False,
@@ -80,21 +113,8 @@ class MLPPolicy:
     the legal actions (exploration), and the log-probs are that mixture's.
     `uniform` ([B] numbers in [0, 1)) replaces the draws from `rng`.
     """
-    probs = self.probabilities(observations, legal)
-    if epsilon > 0:
-      spread = legal / legal.sum(axis=-1, keepdims=True)
-      probs = (1.0 - epsilon) * probs + epsilon * spread
-    if greedy:
-      actions = probs.argmax(axis=-1)
-    else:
-      cumulative = probs.cumsum(axis=-1)
-      u = (rng.uniform(size=len(probs)) if uniform is None
-           else np.asarray(uniform, np.float64))
-      draws = u[:, None] * cumulative[:, -1:]
-      actions = np.minimum((cumulative < draws).sum(axis=-1),
-                           probs.shape[-1] - 1)
-    chosen = probs[np.arange(len(actions)), actions]
-    return actions, np.log(np.maximum(chosen, 1e-30))
+    return sample_legal(self.probabilities(observations, legal), legal, rng,
+                        greedy, epsilon, uniform)
 
 
 class ServedPolicy:

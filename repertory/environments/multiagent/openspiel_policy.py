@@ -8,10 +8,15 @@ average of a pool of policies (what fictitious play converges with).
 
 `probabilities(observations [B, *obs], legal [B, A]) -> [B, A]` sees the same
 observations as `OpenSpielEnvironment` (the information-state tensor where
-the game provides one, else the observation tensor).
+the game provides one, else the observation tensor). A recurrent policy (an
+LSTM that carries its state across its player's turns) is tabulated by
+`recurrent_tabular_policy`, whose `probabilities(observations [T, B, *obs],
+legal [B, A])` sees each information state's player's views at all its
+turns so far (`player_observations`), the current one last.
 """
 
-from typing import Callable, Optional, Sequence
+import collections
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 from open_spiel.python import policy as policy_lib
@@ -44,6 +49,46 @@ def tabular_policy(game: pyspiel.Game,
   probs = np.asarray(probabilities(np.stack(observations), np.stack(legal)),
                      np.float64)
   probs = probs * np.stack(legal)
+  table.action_probability_array[:] = probs / probs.sum(axis=1, keepdims=True)
+  return table
+
+
+def player_observations(game: pyspiel.Game, state: pyspiel.State,
+                        player: int) -> List[np.ndarray]:
+  """`player`'s observations at each of its turns up to `state` (its view of
+  `state` last): what a recurrent policy acting for it has seen there."""
+  replay = game.new_initial_state()
+  seen = []
+  for action in state.history():
+    if not replay.is_chance_node() and replay.current_player() == player:
+      seen.append(_observation(game, replay, player))
+    replay.apply_action(action)
+  seen.append(_observation(game, state, player))
+  return seen
+
+
+def recurrent_tabular_policy(game: pyspiel.Game,
+                             probabilities: Probabilities
+                             ) -> policy_lib.TabularPolicy:
+  """The tabular policy of a recurrent policy: at every information state,
+  `probabilities(observations [T, B, *obs], legal [B, A])` of its player's
+  views at its T turns so far (one call per T). Needs perfect recall (the
+  information state fixes the player's past views), as poker games have."""
+  table = policy_lib.TabularPolicy(game)
+  num_actions = game.num_distinct_actions()
+  sequences, legal = [], np.zeros((len(table.states), num_actions),
+                                  np.float32)
+  by_length = collections.defaultdict(list)
+  for k, state in enumerate(table.states):
+    player = state.current_player()
+    sequences.append(player_observations(game, state, player))
+    legal[k, state.legal_actions(player)] = 1.0
+    by_length[len(sequences[-1])].append(k)
+  probs = np.zeros(legal.shape, np.float64)
+  for ks in by_length.values():
+    observations = np.stack([np.stack(sequences[k]) for k in ks], axis=1)
+    probs[ks] = probabilities(observations, legal[ks])
+  probs = probs * legal
   table.action_probability_array[:] = probs / probs.sum(axis=1, keepdims=True)
   return table
 
