@@ -15,7 +15,6 @@ Transition t -> t+1 is not real when step t+1 is FIRST (an automatic reset);
 its advantage is made exactly 0, so GAE does not leak across the reset.
 """
 
-import collections
 from typing import Any, Dict, Optional
 
 import dm_env
@@ -56,7 +55,6 @@ class PPO(learners.Algorithm):
                                          epsilon=config.adam_epsilon)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
-    self._rng = np.random.RandomState(seed)
     self.rounds = 0
     flat = lambda dtype, *shape: tf.TensorSpec((None,) + shape, dtype)
     # No data-dependent Python control flow: autograph only slows tracing.
@@ -64,6 +62,10 @@ class PPO(learners.Algorithm):
         flat(tf.as_dtype(spec.observations.dtype), *spec.observations.shape),
         flat(tf.int32), flat(tf.float32), flat(tf.float32), flat(tf.float32),
         flat(tf.float32)], autograph=False)
+    # Every epoch's minibatches in one call (the shuffles as before).
+    self._epochs = learners.MinibatchEpochs(
+        self._minibatch_step, config.num_epochs, config.num_minibatches,
+        seed=seed)
     self._advantages = tf.function(self._advantages_impl, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
@@ -138,25 +140,15 @@ class PPO(learners.Algorithm):
             batch['extras']['log_prob'][:-1][mask],
             batch['extras']['value'][:-1][mask],
             advantages.numpy()[mask], returns.numpy()[mask]]
-    sums, count, skipped, first_kl = collections.defaultdict(float), 0, 0, None
-    for _ in range(c.num_epochs):
-      order = self._rng.permutation(len(flat[1]))
-      for indices in np.array_split(order, c.num_minibatches):
-        if not len(indices):
-          continue
-        metrics = self._minibatch_step(*(x[indices] for x in flat))
-        skipped += not bool(metrics.pop('applied'))
-        if first_kl is None:  # Before any update: must be ~0 (lag 0).
-          first_kl = float(metrics['losses/approx_kl'])
-        for k, v in metrics.items():
-          sums[k] += float(v)
-        count += 1
-    out = {k: v / max(count, 1) for k, v in sums.items()}
-    out.update({'charts/first_minibatch_kl': first_kl or 0.0,
+    metrics = self._epochs(*flat)
+    out = {k: v for k, v in metrics.items() if not k.startswith('first/')}
+    out.update({'charts/first_minibatch_kl': metrics.get(
+                    'first/losses/approx_kl', 0.0),
                 'charts/learning_rate': float(self._learning_rate.numpy()),
                 'charts/clip_epsilon': float(self._clip_epsilon.numpy()),
-                'charts/samples': len(flat[1]), 'charts/updates': count,
-                'learner/skipped_updates': skipped})
+                'charts/samples': len(flat[1]),
+                'charts/updates': out.pop('updates'),
+                'learner/skipped_updates': out.pop('skipped')})
     return out
 
   def fetch(self, version: int) -> Optional[tuple]:

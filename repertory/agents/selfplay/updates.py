@@ -31,10 +31,8 @@ minibatch's ratio differs from 1 only by the actors' ε-exploration
 (`first_minibatch_kl`, 0 with `exploration=0`).
 """
 
-import collections
 from typing import Any, Callable, Dict
 
-import numpy as np
 import tensorflow as tf
 
 from repertory.agents.selfplay import config as config_lib
@@ -137,10 +135,9 @@ class PPOUpdate:
   def __init__(self, config: config_lib.Config, network: Any, optimizer: Any,
                seed: int = 0):
     self._config, self._network, self._optimizer = config, network, optimizer
-    self._rng = np.random.default_rng(seed)
+    self._seed = seed
     self._prepare = tf.function(self._prepare_impl, autograph=False)
-    self._minibatch = tf.function(self._minibatch_impl, autograph=False,
-                                  reduce_retracing=True)
+    self._epochs = None  # Built on the first batch, which gives the shapes.
 
   def _prepare_impl(self, data):
     """GAE on the batch; the valid steps flattened, `[N, ...]`."""
@@ -178,26 +175,18 @@ class PPOUpdate:
   def __call__(self, data) -> Dict[str, Any]:
     c = self._config
     steps = [x.numpy() for x in self._prepare(data)]
-    n = len(steps[2])
-    sums, count, applied = collections.defaultdict(float), 0, True
-    first_kl = None
-    for _ in range(c.ppo_epochs):
-      order = self._rng.permutation(n)
-      for rows in np.array_split(order, c.ppo_minibatches):
-        if len(rows) < 2:
-          continue
-        metrics = self._minibatch(*(x[rows] for x in steps))
-        applied &= bool(metrics.pop('applied'))
-        if first_kl is None:  # Before any update of this batch.
-          first_kl = float(metrics['approx_kl'])
-        for k, v in metrics.items():
-          sums[k] += float(v)
-        count += 1
-    out = {k: v / max(count, 1) for k, v in sums.items()}
-    out.update(applied=applied, updates=count, samples=n,
-               first_minibatch_kl=first_kl or 0.0)
+    if self._epochs is None:
+      signature = [tf.TensorSpec((None,) + x.shape[1:], x.dtype)
+                   for x in steps]
+      self._epochs = learners.MinibatchEpochs(
+          tf.function(self._minibatch_impl, input_signature=signature,
+                      autograph=False),
+          c.ppo_epochs, c.ppo_minibatches, seed=self._seed, min_size=2)
+    metrics = self._epochs(*steps)
+    out = {k: v for k, v in metrics.items() if not k.startswith('first/')}
+    out.update(applied=out.pop('skipped') == 0, samples=len(steps[2]),
+               first_minibatch_kl=metrics.get('first/approx_kl', 0.0))
     return out
-
 
 def make_update(config: config_lib.Config, network: Any, optimizer: Any,
                 seed: int = 0) -> Callable[[Any], Dict[str, Any]]:
