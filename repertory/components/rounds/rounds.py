@@ -4,8 +4,9 @@ an error.
 A round of version v is complete when each of `num_actors` actors wrote its
 `items_per_actor` items (unrolls, or per-player trajectories in self-play)
 of version v to the queue. An item of an earlier version is dropped
-(counted in `dropped`; one warning line per round that dropped any), one of a later version or an extra one is an error, and a round
-not complete after `round_timeout_s` fails naming the missing actors.
+(counted in `dropped`; one warning line per round that dropped any), one
+of a later version or an extra one is an error, and a round not complete
+after `round_timeout_s` fails naming the missing actors.
 Actors wait for the round's version with `wait_for_version`, which never
 blocks one call for long, so a stopping program is noticed.
 """
