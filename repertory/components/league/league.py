@@ -371,10 +371,10 @@ class League:
     with self._lock:
       last = self._last_snapshot.get(learner)
       if exploiter:
-        if last is None:  # Its first generation, from its step 0.
-          self._last_snapshot[learner] = {'step': 0, 'games': 0,
-                                          'points': 0.0}
-          return None
+        if last is None:  # Its first generation, from its step 0 (no games
+          # reported yet: it played only itself before main's first snapshot).
+          last = self._last_snapshot[learner] = {'step': 0, 'games': 0,
+                                                 'points': 0.0}
         if step < last['step']:  # Its learner resumed from an older step.
           logging.info('League: %s offers step %d, before its reset at step '
                        '%d (resumed from an older checkpoint); its '

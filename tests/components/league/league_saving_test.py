@@ -140,3 +140,15 @@ def test_a_league_never_overwrites_one_another_league_wrote(tmp_path):
   ours2 = league_lib.League(str(tmp_path / 'a'))  # Whoever loads it owns it.
   ours2.save()
   assert [p['id'] for p in ours2.players()] == ['main@v7']
+
+
+def test_an_exploiters_first_generation_lasts_its_step_budget(tmp_path):
+  """Also when its first offer comes before any of its games was reported
+  (its actors played only themselves until main's first snapshot)."""
+  league = league_lib.League(str(tmp_path), matchmaking='pfsp',
+                             exploiter_reset_steps=50)
+  assert league.maybe_add(None, 49, 49, 'exploiter0') is None
+  assert league.maybe_add(None, 50, 50, 'exploiter0') == 'exploiter0@v50'
+  fresh = league_lib.League(str(tmp_path / 'b'), matchmaking='pfsp',
+                            exploiter_reset_steps=50)
+  assert fresh.maybe_add(None, 50, 50, 'exploiter1') == 'exploiter1@v50'
