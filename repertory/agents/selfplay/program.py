@@ -67,6 +67,16 @@ def make_evaluation_environment(env: Any, seed: int):
       environments.make(env, seed=seed), multiagent.RandomOpponent(seed))
 
 
+def league_identity(config: config_lib.Config,
+                    experiment: experiment_lib.ExperimentConfig) -> dict:
+  """What makes a league directory this run's: a league of another game or
+  network in the run directory is refused, not replaced."""
+  env = experiment.env  # A factory by its name (a repr holds addresses).
+  if not isinstance(env, str):
+    env = getattr(env, '__qualname__', type(env).__name__)
+  return {'env': env, 'hidden_sizes': list(config.hidden_sizes)}
+
+
 def make_tables(config: config_lib.Config, spec: Any, length: int) -> list:
   """One queue per learner: the main agent's, then each exploiter's (items
   of `length` steps; with `use_lstm`, the core state at the first)."""
@@ -106,7 +116,8 @@ def make_program(config: config_lib.Config,
         min_games=config.min_games, max_snapshots=config.max_snapshots,
         elo_k=config.elo_k, exploiter_win_rate=config.exploiter_win_rate,
         exploiter_reset_steps=config.exploiter_reset_steps,
-        seed=experiment.seed, architecture=config_lib.architecture(config)))
+        seed=experiment.seed, architecture=config_lib.architecture(config),
+        identity=league_identity(config, experiment)))
   with program.group('learner'):
     learner = program.add_node(launch.CourierNode(
         learning.SelfPlayLearner, config, spec, replay, counter, league,

@@ -32,20 +32,29 @@ pool, and its learner resets its weights and calls `reset_learner`:
 
 The snapshots' weights live in a `ModelStore` (tagged checkpoints, one tag
 per snapshot, outside the rotation) and the rest (players, payoffs,
-ratings) in `league.json`, both under `directory`: a League created again on
-the same directory continues the same league.
+ratings, roles, exploiter generations) in `league.json`, both under
+`directory`: a League created again on the same directory continues the
+same league. `league.json` is rewritten atomically (a temporary file in
+the same directory, then `os.replace`) after each snapshot and reset, every
+`save_every_seconds` of reports, and when the launched program stops. It
+carries the league's id and `identity` (e.g. the game and network): a
+League refuses a `league.json` of another identity or one it cannot read,
+and never overwrites a `league.json` that another league wrote meanwhile.
 """
 
 import json
 import os
 import re
+import tempfile
 import threading
 import time
+import uuid
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from absl import logging
 import numpy as np
 
+from repertory import launch
 from repertory.components.league import matchmaking as matchmaking_lib
 from repertory.components.league import ratings
 
@@ -105,6 +114,15 @@ def check_architecture(directory: str,
                       json.loads(json.dumps(dict(architecture))))
 
 
+def _stat_key(path: str) -> Optional[Tuple[int, int, int]]:
+  """(inode, size, mtime) of `path`, or None if there is none."""
+  try:
+    st = os.stat(path)
+  except FileNotFoundError:
+    return None
+  return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class League:
   """The pool, its matchmaking, payoff table and ratings (thread-safe).
 
@@ -132,7 +150,11 @@ class League:
       (None: by win rate only).
     seed: seed of the opponent sampler.
     save_every_seconds: `league.json` is rewritten at most this often after
-      reports (always after a snapshot is added, and on `save()`).
+      reports (always after a snapshot is added or an exploiter reset, on
+      `save()`, and when the launched program stops).
+    identity: what makes a `league.json` this league's (JSON-serialisable,
+      e.g. {'env': ..., 'hidden_sizes': ...}); a directory holding a league
+      of another identity is refused, not replaced.
     architecture: what rebuilds `make_network`'s network (a JSON dict, e.g.
       {'network': 'lstm_policy_value', 'hidden_sizes': [64], 'lstm_size':
       64}), recorded with every snapshot; a directory whose league was
@@ -152,7 +174,8 @@ class League:
                exploiter_reset_steps: Optional[int] = None,
                seed: int = 0,
                save_every_seconds: float = 10.0,
-               architecture: Optional[Mapping[str, Any]] = None):
+               architecture: Optional[Mapping[str, Any]] = None,
+               identity: Optional[Mapping[str, Any]] = None):
     self._rule_name = matchmaking
     self._architecture = (None if architecture is None
                           else json.loads(json.dumps(dict(architecture))))
@@ -204,7 +227,17 @@ class League:
     self._elo = ratings.Elo(elo_k)
     self._games = 0
     self._last_save = 0.0
+    try:  # Tuples and lists alike, as league.json will hold them.
+      self._identity = (None if identity is None else
+                        json.loads(json.dumps(dict(identity))))
+    except TypeError as e:
+      raise ValueError(f'League identity must be JSON-serialisable: {e}') from e
+    self._id = uuid.uuid4().hex  # Replaced by a continued league's own.
+    self._written = None  # os.stat key of the league.json last read/written.
+    self._stopped = False
     self._load()
+    if launch.get_launch_type() is not None:  # A node of a launched program.
+      launch.register_stop_handler(self._save_at_stop)
 
   # --- persistence ------------------------------------------------------------
 
@@ -215,25 +248,59 @@ class League:
   def _load(self) -> None:
     if not os.path.exists(self.path):
       return
-    with open(self.path) as f:
-      state = json.load(f)
+    try:
+      with open(self.path) as f:
+        state = json.load(f)
+      players, last_snapshot = state['players'], state['last_snapshot']
+      payoff = ratings.PayoffTable.from_state(state['payoff'])
+      elo = ratings.Elo(state['elo_k'], ratings=state['elo'])
+      games = int(state['games'])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+      raise ValueError(
+          f'{self.path} is not a league this code can read '
+          f'({type(e).__name__}: {e}); a new league will not replace it: '
+          'move it away or use another directory.') from e
+    stored = state.get('identity')
+    if (self._identity is not None and stored is not None and
+        stored != self._identity):
+      diff = ', '.join(
+          f'{k}: {stored.get(k)!r} -> {self._identity.get(k)!r}'
+          for k in sorted(set(stored) | set(self._identity))
+          if stored.get(k) != self._identity.get(k))
+      raise ValueError(
+          f'{self.path} holds the league of another run ({diff}); a new '
+          'league will not replace it: use another directory (--logdir) or '
+          'move it away.')
+    if self._identity is None:
+      self._identity = stored
     _check_architecture(state, self._directory, self._architecture)
     if self._architecture is None:  # Kept as recorded (a reader's league).
       self._architecture = state.get('architecture')
-    self._players = state['players']
+    self._id = state.get('league_id') or self._id
+    self._players = players
     self._retired = state.get('retired', [])
-    self._last_snapshot = state['last_snapshot']
-    self._payoff = ratings.PayoffTable.from_state(state['payoff'])
-    self._elo = ratings.Elo(state['elo_k'], ratings=state['elo'])
-    self._games = state['games']
+    self._last_snapshot = last_snapshot
+    self._payoff = payoff
+    self._elo = elo
+    self._games = games
     self._resets = state.get('resets', {})
-    logging.info('League: continuing %s (%d snapshots, %d games).',
-                 self.path, len(self._players), self._games)
+    self._written = _stat_key(self.path)
+    logging.info('League: continuing %s (%d snapshots, %d games, exploiter '
+                 'generations ended: %s).', self.path, len(self._players),
+                 self._games, self._resets or 'none')
 
   def save(self) -> None:
-    """Writes `league.json` (atomically)."""
+    """Writes `league.json` atomically (a temporary file in the same
+    directory, then `os.replace`).
+
+    Raises:
+      RuntimeError: `league.json` changed since this league last read or
+        wrote it and now holds another league (not replaced).
+    """
     with self._lock:
+      self._check_owner()
       state = {
+          'league_id': self._id, 'identity': self._identity,
           'players': self._players, 'retired': self._retired,
           'last_snapshot': self._last_snapshot,
           'payoff': self._payoff.state(), 'elo': self._elo.ratings(),
@@ -242,10 +309,45 @@ class League:
           'matchmaking': self._rule_name,
           'architecture': self._architecture,
       }
-      with open(self.path + '.tmp', 'w') as f:
-        json.dump(state, f)
-      os.replace(self.path + '.tmp', self.path)
+      fd, tmp = tempfile.mkstemp(prefix='.league.json.', suffix='.tmp',
+                                 dir=self._directory)
+      try:
+        with os.fdopen(fd, 'w') as f:
+          json.dump(state, f)
+          f.flush()
+          os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+      except BaseException:
+        if os.path.exists(tmp):
+          os.remove(tmp)
+        raise
+      self._written = _stat_key(self.path)
       self._last_save = time.time()
+
+  def _check_owner(self) -> None:
+    """Refuses to overwrite a league.json that another league wrote."""
+    key = _stat_key(self.path)
+    if key is None or key == self._written:
+      return
+    try:
+      with open(self.path) as f:
+        other = json.load(f).get('league_id')
+    except (OSError, ValueError, AttributeError):
+      other = 'unreadable'
+    if other != self._id:
+      raise RuntimeError(
+          f'{self.path} now holds another league (id {other}; this one is '
+          f'{self._id}): not replacing it. Two runs share this directory?')
+
+  def _save_at_stop(self) -> None:
+    """The stop handler: the league as it stands, and every report that
+    still arrives while the program stops."""
+    with self._lock:
+      self._stopped = True
+      self.save()
+      logging.info('League: saved at stop to %s (%d snapshots, %d games, '
+                   'exploiter generations ended: %s).', self.path,
+                   len(self._players), self._games, self._resets or 'none')
 
   # --- the pool ---------------------------------------------------------------
 
@@ -307,10 +409,16 @@ class League:
     with self._lock:
       last = self._last_snapshot.get(learner)
       if exploiter:
-        if last is None:  # Its first generation, from its step 0.
-          self._last_snapshot[learner] = {'step': 0, 'games': 0,
-                                          'points': 0.0}
-          return None
+        if last is None:  # Its first generation, from its step 0 (no games
+          # reported yet: it played only itself before main's first snapshot).
+          last = self._last_snapshot[learner] = {'step': 0, 'games': 0,
+                                                 'points': 0.0}
+        if step < last['step']:  # Its learner resumed from an older step.
+          logging.info('League: %s offers step %d, before its reset at step '
+                       '%d (resumed from an older checkpoint); its '
+                       'generation counts steps from %d.', learner, step,
+                       last['step'], step)
+          last['step'] = int(step)
         due = (self._exploiter_steps is not None and
                step - last['step'] >= self._exploiter_steps)
         due = due or (last['games'] >= self._min_games and
@@ -421,7 +529,8 @@ class League:
             window = self._last_snapshot[player]
             window['games'] += 1
             window['points'] += float(points)
-      if time.time() - self._last_save >= self._save_every:
+      if (self._stopped or
+          time.time() - self._last_save >= self._save_every):
         self.save()
 
   def payoff(self, a: str, b: str) -> float:

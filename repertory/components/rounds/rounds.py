@@ -4,8 +4,9 @@ an error.
 A round of version v is complete when each of `num_actors` actors wrote its
 `items_per_actor` items (unrolls, or per-player trajectories in self-play)
 of version v to the queue. An item of an earlier version is dropped
-(counted), one of a later version or an extra one is an error, and a round
-not complete after `round_timeout_s` fails naming the missing actors.
+(counted in `dropped`; one warning line per round that dropped any), one
+of a later version or an extra one is an error, and a round not complete
+after `round_timeout_s` fails naming the missing actors.
 Actors wait for the round's version with `wait_for_version`, which never
 blocks one call for long, so a stopping program is noticed.
 """
@@ -53,6 +54,7 @@ class RoundCollector:
     self._time_major, self._name = time_major, name
     self._unrolls = None
     self.dropped = 0  # Unrolls of earlier versions, since the last take.
+    self.dropped_total = 0  # ...and since the start.
 
   def _next_unroll(self, timeout_s: float):
     """The next unroll, or None if none came in `timeout_s`. One reader
@@ -81,15 +83,18 @@ class RoundCollector:
     actor; `[B, T + 1, ...]` without `time_major`), or None once
     `stopping()` holds while waiting."""
     per_actor = collections.defaultdict(list)
+    dropped = collections.defaultdict(list)  # Earlier version -> actors.
     received, start = 0, time.monotonic()
     next_log = start + 10.0
     while received < self._items:
       unroll = self._next_unroll(POLL_S)
       if unroll is None:
         if stopping():
+          self._log_dropped(dropped, version)
           return None
         now = time.monotonic()
         if now - start >= self._timeout_s:
+          self._log_dropped(dropped, version)
           raise RoundTimeoutError(
               f'{self._name} round of version {version} incomplete after '
               f'{now - start:.0f}s: {self._status(per_actor)}')
@@ -102,9 +107,8 @@ class RoundCollector:
           unroll['actor_id'])
       if behaviour < version:  # Left over from an earlier round: never used.
         self.dropped += 1
-        logging.warning('%s learner dropped an item of version %d from '
-                        'actor %d in round %d.', self._name, behaviour,
-                        actor_id, version)
+        self.dropped_total += 1
+        dropped[behaviour].append(actor_id)
         continue
       if behaviour > version or not 0 <= actor_id < self._num_actors:
         raise PolicyLagError(
@@ -118,12 +122,26 @@ class RoundCollector:
             f'{self._envs_per_actor} items of version {version}.')
       per_actor[actor_id].append(unroll)
       received += 1
+    self._log_dropped(dropped, version)
     unrolls = [u for a in sorted(per_actor) for u in per_actor[a]]
     # Per-step columns [T + 1, ...] -> [T + 1, B, ...]; scalars -> [B].
     axis = (lambda x: min(1, np.ndim(x))) if self._time_major else (
         lambda x: 0)
     return tree.map_structure(lambda *xs: np.stack(xs, axis=axis(xs[0])),
                               *unrolls)
+
+  def _log_dropped(self, dropped: Dict[int, list], version: int) -> None:
+    """One line for the items of earlier versions one round dropped (e.g.
+    the round in flight when a learner published a reset)."""
+    if not dropped:
+      return
+    logging.warning(
+        '%s learner dropped %d items of earlier versions before round %d: %s '
+        '(%d dropped since the start).', self._name,
+        sum(len(a) for a in dropped.values()), version,
+        ', '.join(f'{len(a)} of version {v} (actors {sorted(set(a))})'
+                  for v, a in sorted(dropped.items())),
+        self.dropped_total)
 
   def _status(self, per_actor) -> str:
     missing = [a for a in range(self._num_actors)
