@@ -37,6 +37,8 @@ from typing import Any, Iterator, Mapping
 from absl import logging
 import ray
 
+from repertory.launch import ray_auth
+
 # Set to 1 to start every Ray process ray.init starts (e.g. to use Ray's
 # state API or `ray status` against a local_mp program).
 FULL_ENV = 'REPERTORY_FULL_RAY'
@@ -88,6 +90,7 @@ def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
       terminal (keeps Ray's log monitor).
   """
   lean = os.environ.get(FULL_ENV, '') in ('', '0')
+  ray_auth.private_token_file()
   for attempt in range(1, START_ATTEMPTS + 1):
     try:
       context = (_without_unused_processes(forward_output) if lean

@@ -8,9 +8,16 @@ the cluster's token; `ray.init()` of a new local instance turns it on, but
 address never turns it on. `check_token_auth` asks the GCS directly, with a
 call that carries no token, and refuses to launch on an instance that
 answers it (see docs/security.md for the cluster recipe).
+
+Ray writes the token of a new local instance to ~/.ray/auth_token with the
+process's umask (often 0644), where every local user can read it and use
+it. `private_token_file`, called before a local instance starts, creates
+the file readable by its owner only, or narrows an existing one.
 """
 
 import os
+import secrets
+import stat
 from typing import Optional
 
 from absl import logging
@@ -67,3 +74,33 @@ def check_token_auth(launch_type: str) -> None:
     logging.warning('%s (%s is set: launching anyway.)', message, ALLOW_ENV)
     return
   raise errors.LaunchError(message)
+
+
+def private_token_file() -> None:
+  """Ray's default token file, ~/.ray/auth_token, readable by its owner only.
+
+  Creates it (a new 256-bit token, as `ray get-auth-token --generate`
+  makes) with mode 0600 in a 0700 ~/.ray if it does not exist, and narrows
+  an existing file of this user that others can read. Nothing is done when
+  token auth is off (`RAY_AUTH_MODE` other than token) or the token comes
+  from `RAY_AUTH_TOKEN` / `RAY_AUTH_TOKEN_PATH`.
+  """
+  if os.environ.get('RAY_AUTH_MODE', 'token').lower() != 'token' or any(
+      os.environ.get(k) for k in ('RAY_AUTH_TOKEN', 'RAY_AUTH_TOKEN_PATH')):
+    return
+  directory = os.path.join(os.path.expanduser('~'), '.ray')
+  path = os.path.join(directory, 'auth_token')
+  if not os.path.exists(directory):
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+  try:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+  except FileExistsError:
+    info = os.stat(path)
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+      os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+      logging.warning('Ray\'s token file %s was readable by other users '
+                      '(mode %o); it is now 0600.', path,
+                      stat.S_IMODE(info.st_mode))
+    return
+  with os.fdopen(fd, 'w') as f:
+    f.write(secrets.token_hex(32))
