@@ -50,6 +50,11 @@ class ActorCriticConfig:
       so every batch moves the policy by a like amount: a rare failure's
       large advantages do not dominate, and a batch's common offset
       (returns rising faster than the value) adds no noise.
+    ppo_clip: ε of APPO's clipped surrogate (RLlib's APPO): the policy
+      loss becomes -mean(min(ρ Â, clip(ρ, 1-ε, 1+ε) Â)) with ρ = π/μ, the
+      learner's over the behaviour policy's probability of the action, and
+      Â the V-trace policy-gradient advantage, a trust region the V-trace
+      loss lacks; None (the default) keeps IMPALA's policy gradient.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
@@ -92,6 +97,7 @@ class ActorCriticConfig:
   baseline_cost: float = 0.5
   max_gradient_norm: float = 40.0
   normalize_advantages: bool = False
+  ppo_clip: Optional[float] = None
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
@@ -134,7 +140,7 @@ class ActorCriticConfig:
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise ValueError(f'Config.{name} must be in [0, 1], got '
                          f'{getattr(self, name)!r}.')
-    for name in ('clip_rho_threshold', 'clip_pg_rho_threshold'):
+    for name in ('clip_rho_threshold', 'clip_pg_rho_threshold', 'ppo_clip'):
       value = getattr(self, name)
       if value is not None and value <= 0:
         raise ValueError(f'Config.{name} must be > 0 or None, got {value!r}.')

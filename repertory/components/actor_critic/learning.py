@@ -4,9 +4,9 @@ arXiv:1802.01561), as an algorithm for `learners.LearnerHost`.
 One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
-IMPALA loss on rewards times `reward_scale` and apply one clipped Adam update
-(its learning rate annealed linearly to 0 when `learning_rate_anneal_steps`
-is set: `learners.LinearDecay`, one update = `batch_size * unroll_length`).
+IMPALA loss (APPO's clipped surrogate with `ppo_clip`) on rewards times
+`reward_scale` and apply one clipped Adam update (learning rate annealed by
+`learners.LinearDecay`, one update = `batch_size * unroll_length` steps).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -33,7 +33,7 @@ from repertory.components.actor_critic import networks as networks_lib
 _MASKED_LOG_RHO = -1e9
 _METRICS = ('losses/total', 'losses/policy', 'losses/baseline',
             'losses/entropy', 'charts/gradient_norm', 'charts/mean_rho',
-            'charts/mean_vs')
+            'charts/mean_vs', 'charts/clip_fraction')
 
 
 class VTrace(learners.Algorithm):
@@ -60,8 +60,7 @@ class VTrace(learners.Algorithm):
     # The version as the graph sees it (for the lag) and its Python mirror.
     self._version = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._mirror = 0
-    self._iterator = None
-    self._waited = 0
+    self._iterator, self._waited = None, 0
     self._train_step = tf.function(self._train_step_fn, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
@@ -132,7 +131,8 @@ class VTrace(learners.Algorithm):
           baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
           clip_pg_rho_threshold=c.clip_pg_rho_threshold,
-          normalize_advantages=c.normalize_advantages, mask=mask)
+          normalize_advantages=c.normalize_advantages, mask=mask,
+          ppo_clip=c.ppo_clip)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss
@@ -151,7 +151,8 @@ class VTrace(learners.Algorithm):
             'losses/entropy': scale * e['entropy'],
             'charts/gradient_norm': gradient_norm,
             'charts/mean_rho': scale * e['mean_rho'],
-            'charts/mean_vs': scale * e['mean_vs']}
+            'charts/mean_vs': scale * e['mean_vs'],
+            'charts/clip_fraction': e['clip_fraction']}
 
   def step(self, version: int) -> Optional[learners.Update]:
     if self._iterator is None:
@@ -191,10 +192,9 @@ def make_learner(config: config_lib.ActorCriticConfig, spec: Any,
                  replay: Any, table: str, counter: Any = None,
                  logdir: Optional[str] = None, seed: int = 0,
                  checkpoint: Any = None) -> learners.LearnerHost:
-  """The learner node: `VTrace` in a `LearnerHost`. With `logdir`, metrics
-  go to `<logdir>/learner`, checkpoints to `<logdir>/checkpoints` (per the
-  experiment's `checkpoint` settings) and the snapshot on stop to
-  `<logdir>/snapshot`."""
+  """The learner node: `VTrace` in a `LearnerHost`; with `logdir`, metrics
+  in `<logdir>/learner`, checkpoints (per `checkpoint`) in
+  `<logdir>/checkpoints`, the snapshot on stop in `<logdir>/snapshot`."""
   return learners.LearnerHost.in_logdir(
       VTrace(config, spec, replay, table, seed=seed), logdir,
       counter=counter, checkpoint=checkpoint, log_every=config.learner_log_every, train=config.train)

@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional
 import tensorflow as tf
 
 from repertory.components.losses import base
+from repertory.components.losses import ppo
 
 
 class VTraceReturns(NamedTuple):
@@ -128,6 +129,7 @@ def impala_loss_from_log_probs(
     clip_pg_rho_threshold: Optional[float] = 1.0,
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
+    ppo_clip: Optional[float] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for any action distribution (Espeholt et al. 2018, 4.2).
 
@@ -138,6 +140,15 @@ def impala_loss_from_log_probs(
   with (v_s, ρ̄_s A_s) from `vtrace`. Gradients reach the target log-probs
   (through the log π term only, not through ρ), `v_tm1` and `entropy`; never
   `behaviour_log_prob` or `bootstrap_value` (targets are constants).
+
+  With `ppo_clip=ε` the policy term is APPO's (RLlib): PPO's clipped
+  surrogate (`ppo.clipped_surrogate_objective`) on the V-trace advantages,
+
+    policy_loss = -mean_{s,b}[ min(ρ_s Â_s, clip(ρ_s, 1-ε, 1+ε) Â_s) ]
+
+  with ρ_s = π(a_s|x_s) / μ(a_s|x_s) (unclipped; the gradient flows through
+  it) and Â_s = ρ̄_s A_s, so the learner's policy cannot move further than
+  ε from the behaviour policy on a sample that would gain by it.
 
   Args:
     target_log_prob: `[T, B]` log π(a_s|x_s) under the learner's policy.
@@ -151,11 +162,16 @@ def impala_loss_from_log_probs(
       m and σ their mean and standard deviation over the batch's real
       transitions (PPO's normalisation; `normalized_advantages`).
     mask: `[T, B]` 1 for real transitions, 0 for padding (default: all
-      real); only used by `normalize_advantages`, which zeroes the masked.
+      real); used by `normalize_advantages`, which zeroes the masked, and
+      by the clip fraction.
+    ppo_clip: ε > 0 of APPO's clipped surrogate; None (the default) keeps
+      IMPALA's policy gradient.
 
   Returns:
     `LossOutput(loss, extra)`; extra holds 'policy_loss', 'baseline_loss',
-    'entropy' (unweighted means), 'mean_vs', 'mean_pg_advantage', 'mean_rho'.
+    'entropy' (unweighted means), 'mean_vs', 'mean_pg_advantage', 'mean_rho'
+    and 'clip_fraction' (the share of real transitions with |ρ - 1| > ε; 0
+    without `ppo_clip`).
   """
   fn = 'impala_loss'
   target_log_prob = base.to_float(target_log_prob, 'target_log_prob')
@@ -165,6 +181,7 @@ def impala_loss_from_log_probs(
   base.check_same_shape(fn, target_log_prob=target_log_prob,
                         behaviour_log_prob=behaviour_log_prob,
                         entropy=entropy, v_tm1=v_tm1)
+  base.check_threshold(fn, 'ppo_clip', ppo_clip)
   log_rhos = tf.stop_gradient(target_log_prob) - tf.stop_gradient(
       behaviour_log_prob)
   returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
@@ -174,7 +191,17 @@ def impala_loss_from_log_probs(
   if normalize_advantages:
     pg_advantages = normalized_advantages(pg_advantages, mask)
   with tf.name_scope(fn):
-    policy_loss = -tf.reduce_mean(pg_advantages * target_log_prob)
+    if ppo_clip is None:
+      policy_loss = -tf.reduce_mean(pg_advantages * target_log_prob)
+      clip_fraction = tf.constant(0.0)
+    else:
+      policy_loss = -tf.reduce_mean(ppo.clipped_surrogate_objective(
+          target_log_prob, behaviour_log_prob, pg_advantages, ppo_clip))
+      real = (tf.ones_like(log_rhos) if mask is None
+              else base.to_float(mask, 'mask'))
+      clipped = tf.cast(tf.abs(tf.exp(log_rhos) - 1.0) > ppo_clip, tf.float32)
+      clip_fraction = (tf.reduce_sum(real * clipped)
+                       / tf.maximum(tf.reduce_sum(real), 1.0))
     baseline_loss = 0.5 * tf.reduce_mean(tf.square(returns.vs - v_tm1))
     mean_entropy = tf.reduce_mean(entropy)
     loss = (policy_loss + baseline_cost * baseline_loss
@@ -186,6 +213,7 @@ def impala_loss_from_log_probs(
         'mean_vs': tf.reduce_mean(returns.vs),
         'mean_pg_advantage': tf.reduce_mean(returns.pg_advantages),
         'mean_rho': tf.reduce_mean(tf.exp(log_rhos)),
+        'clip_fraction': clip_fraction,
     }
     return base.LossOutput(loss=loss, extra=extra)
 
@@ -219,6 +247,7 @@ def impala_loss(
     clip_pg_rho_threshold: Optional[float] = 1.0,
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
+    ppo_clip: Optional[float] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2).
 
@@ -231,7 +260,7 @@ def impala_loss(
       `categorical_log_prob(behaviour_logits, actions)` if it kept logits).
     v_tm1, bootstrap_value, r_t, discount_t: as in `vtrace`.
     baseline_cost, entropy_cost, lambda_, clip_rho_threshold,
-    clip_pg_rho_threshold, normalize_advantages, mask: as in
+    clip_pg_rho_threshold, normalize_advantages, mask, ppo_clip: as in
     `impala_loss_from_log_probs`.
 
   Returns:
@@ -246,4 +275,4 @@ def impala_loss(
       r_t, discount_t, baseline_cost=baseline_cost, entropy_cost=entropy_cost,
       lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
       clip_pg_rho_threshold=clip_pg_rho_threshold,
-      normalize_advantages=normalize_advantages, mask=mask)
+      normalize_advantages=normalize_advantages, mask=mask, ppo_clip=ppo_clip)

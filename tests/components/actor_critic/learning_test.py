@@ -1,5 +1,6 @@
-"""The V-trace learner's `reward_scale` and `normalize_advantages` against
-plain n-step returns and advantages written from the paper's notation."""
+"""The V-trace learner's `reward_scale`, `normalize_advantages` and
+`ppo_clip` against plain n-step returns and advantages written from the
+paper's notation."""
 
 import numpy as np
 import pytest
@@ -81,3 +82,29 @@ def test_normalized_advantages_reach_the_policy_loss():
   np.testing.assert_allclose(float(metrics['losses/policy']),
                              -(normalized * log_pi_a).mean(), rtol=1e-4,
                              atol=1e-5)
+
+
+def test_ppo_clip_reaches_the_policy_loss_and_drops_stale_unrolls():
+  # On-policy (ρ = 1, inside any clip): APPO's policy loss is -mean(Â) over
+  # the kept unrolls, where IMPALA's is -mean(Â log π); the dropped unroll's
+  # masked transitions (ρ = exp(-1e9) = 0) add nothing and no NaN.
+  config = impala.Config(ppo_clip=0.2, discount=GAMMA, vtrace_lambda=1.0,
+                         entropy_cost=0.0, hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, values = _batch(algorithm.network, np.random.default_rng(2))
+  vs = _n_step_targets(data['reward'], values, 1.0)
+  next_vs = np.concatenate([vs[1:], values[T:]], 0)              # v_{s+1}
+  pg_adv = data['reward'][:, 1:].T + GAMMA * next_vs - values[:T]  # [T, B]
+  keep = np.array([True, False, True])
+  metrics = algorithm._sgd_step(data, keep)  # pylint: disable=protected-access
+  assert bool(metrics['applied'])
+  np.testing.assert_allclose(float(metrics['losses/policy']),
+                             -pg_adv[:, keep].mean(), rtol=1e-4, atol=1e-5)
+  assert float(metrics['charts/clip_fraction']) == 0.0
+  assert np.isfinite(float(metrics['charts/gradient_norm']))
+
+
+@pytest.mark.parametrize('value', [0.0, -0.2])
+def test_ppo_clip_must_be_positive_or_none(value):
+  with pytest.raises(ValueError, match='ppo_clip must be > 0 or None'):
+    impala.Config(ppo_clip=value)

@@ -253,3 +253,62 @@ def test_normalized_advantages_policy_loss_matches_reference():
       losses.categorical_log_prob(behaviour_logits, actions), **data)
   np.testing.assert_allclose(out.extra['baseline_loss'],
                              plain.extra['baseline_loss'])  # Untouched.
+
+
+def _appo_reference(data, target_logits, behaviour_logits, actions, epsilon,
+                    mask):
+  """APPO's policy term in NumPy: -mean(min(ρ Â, clip(ρ, 1±ε) Â)) with
+  ρ = π/μ and Â the V-trace ρ̄-weighted advantage; its gradient with
+  respect to the target logits (d log π_a / d logits = onehot(a) - π), and
+  the share of real transitions with |ρ - 1| > ε."""
+  log_pi = _log_softmax(target_logits)
+  take = lambda lp: np.take_along_axis(lp, actions[..., None], -1)[..., 0]
+  log_rho = take(log_pi) - take(_log_softmax(behaviour_logits))
+  _, adv = reference_vtrace(log_rhos=log_rho, **data)
+  rho = np.exp(log_rho)
+  unclipped = rho * adv
+  clipped = np.clip(rho, 1 - epsilon, 1 + epsilon) * adv
+  loss = -np.minimum(unclipped, clipped).mean()
+  active = unclipped <= clipped  # The term that carries the gradient.
+  weight = np.where(active, unclipped, 0.0) / unclipped.size   # [T, B]
+  onehot = np.eye(A)[actions]
+  grad = -weight[..., None] * (onehot - np.exp(log_pi))        # [T, B, A]
+  fraction = (mask * (np.abs(rho - 1) > epsilon)).sum() / mask.sum()
+  return loss, grad, fraction
+
+
+@pytest.mark.parametrize('epsilon', [0.1, 0.2, 0.5])
+def test_ppo_clip_policy_loss_and_gradient_match_reference(epsilon):
+  data, target_logits, behaviour_logits, actions = _impala_inputs(seed=9)
+  mask = np.ones_like(data['r_t'])
+  mask[-1, 1] = 0.0
+  loss, grad, fraction = _appo_reference(data, target_logits,
+                                         behaviour_logits, actions, epsilon,
+                                         mask)
+  logits = tf.constant(target_logits)
+  with tf.GradientTape() as tape:
+    tape.watch(logits)
+    out = losses.impala_loss(
+        logits, actions,
+        losses.categorical_log_prob(behaviour_logits, actions), **data,
+        ppo_clip=epsilon, mask=mask, entropy_cost=0.0, baseline_cost=0.0)
+  np.testing.assert_allclose(out.extra['policy_loss'], loss, rtol=1e-4,
+                             atol=1e-6)
+  np.testing.assert_allclose(tape.gradient(out.loss, logits), grad,
+                             rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(out.extra['clip_fraction'], fraction, rtol=1e-6)
+  assert 0.0 < fraction < 1.0  # Both branches of the min are exercised.
+  plain = losses.impala_loss(
+      target_logits, actions,
+      losses.categorical_log_prob(behaviour_logits, actions), **data)
+  assert abs(float(plain.extra['policy_loss']) - loss) > 1e-3
+  np.testing.assert_allclose(out.extra['mean_vs'], plain.extra['mean_vs'])
+  assert float(plain.extra['clip_fraction']) == 0.0
+
+
+def test_ppo_clip_must_be_positive():
+  data, target_logits, behaviour_logits, actions = _impala_inputs(seed=1)
+  with pytest.raises(ValueError, match='ppo_clip must be None .* got 0'):
+    losses.impala_loss(target_logits, actions,
+                       losses.categorical_log_prob(behaviour_logits, actions),
+                       **data, ppo_clip=0.0)
