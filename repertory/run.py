@@ -376,7 +376,7 @@ def define_config_flag(agent_name: str, argv: Sequence[str]) -> List[str]:
   config = agent.Config()
   hints = typing.get_type_hints(type(config))
   fields = sorted(f.name for f in dataclasses.fields(config) if f.init)
-  kept = []
+  kept, given = [], {}
   for arg in argv:
     if arg.startswith(CONFIG_PREFIX):
       name, sep, value = arg[len(CONFIG_PREFIX):].partition('=')
@@ -391,15 +391,17 @@ def define_config_flag(agent_name: str, argv: Sequence[str]) -> List[str]:
         sys.exit(f'repertory.run: error: Unknown config field {name!r} for '
                  f'agent {agent_name!r}; known fields: {", ".join(fields)}. '
                  f'See: python -m repertory.run --agent={agent_name} --help')
+      given[name] = value
       if value.lower() == 'none' and type(None) in typing.get_args(
           hints[name]):
         _CONFIG_NONES[name] = value
         continue
-      try:  # One clear line for a value of the wrong type.
-        overrides_lib.apply(config, {name: value}, owner=f'agent {agent_name!r}')
-      except ValueError as e:
-        sys.exit(f'repertory.run: error: {e}')
     kept.append(arg)
+  try:  # One clear line for a value of the wrong type, or values that do
+    # not go together (checked together: each alone may not be valid).
+    overrides_lib.apply(config, given, owner=f'agent {agent_name!r}')
+  except ValueError as e:
+    sys.exit(f'repertory.run: error: {e}')
   if 'config' not in flags.FLAGS:
     config_flags.DEFINE_config_dataclass(
         'config', config, f"Fields of agent {agent_name!r}'s Config: "

@@ -39,6 +39,8 @@ def test_split_config_overrides():
     (['--config.unroll_length=x'], "--config.unroll_length='x': expected int"),
     (['--agent=seed', '--config.inference_placement=gpu'],
      "inference_placement='gpu'"),
+    (['--config.max_queue_size=4'],  # The default batch_size is 8.
+     'Config.batch_size=8 exceeds max_queue_size=4'),
 ])
 def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
                                                              message):
@@ -49,6 +51,21 @@ def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
   assert last_line.startswith('repertory.run: error: ')
   assert message in last_line
   assert not os.path.exists(logdir)  # Nothing was started or written.
+
+
+def test_config_overrides_are_checked_together(tmp_path):
+  # Each alone breaks a rule of the Config (batch_size <= max_queue_size);
+  # both together are valid and must not be refused one by one.
+  logdir = os.path.join(tmp_path, 'run')
+  result = _run('--lp_launch_type=test_mt', '--num_actors=1',
+                '--envs_per_actor=1', '--max_actor_steps=40',
+                '--eval_episodes=1', '--config.batch_size=4',
+                '--config.max_queue_size=4', '--config.unroll_length=5',
+                f'--logdir={logdir}', timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  with open(os.path.join(logdir, 'config.json')) as f:
+    config = json.load(f)['agent']
+  assert (config['batch_size'], config['max_queue_size']) == (4, 4)
 
 
 def test_help_shows_the_shared_flags_and_the_agents_fields():
