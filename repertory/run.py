@@ -108,7 +108,7 @@ _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
 flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
     'selfplay', '', 'Self-play of --agent=impala|seed|ppo on an N-player game: '
-    'latest|uniform|pfsp|pfsp_variance (docs/selfplay.md).')
+    'latest|uniform|pfsp|pfsp_variance|alphastar (docs/selfplay.md).')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
                 'seeds', 'grid', 'sweep_concurrency', 'selfplay',

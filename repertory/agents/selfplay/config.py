@@ -3,7 +3,7 @@
 import dataclasses
 from typing import List, Optional, Tuple
 
-MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance')
+MATCHMAKING = ('latest', 'uniform', 'pfsp', 'pfsp_variance', 'alphastar')
 POLICY_LOSSES = ('neurd', 'a2c', 'mmd', 'vtrace', 'ppo')
 # Where actors' policies run: in the actor (IMPALA) or on an inference
 # server that also plays the opponents' snapshots (SEED).
@@ -22,7 +22,10 @@ class Config:
       self-play: the live policy plays every seat and every seat learns),
       'uniform' (fictitious self-play over the pool), 'pfsp' (AlphaStar's
       prioritized fictitious self-play, weight (1 - win rate)^2),
-      'pfsp_variance' (weight p (1 - p)).
+      'pfsp_variance' (weight p (1 - p)), 'alphastar' (AlphaStar's main
+      agent: 50 % PFSP over the pool, 15 % against exploiters it loses to
+      or its own forgotten snapshots, the rest live self-play;
+      `league.matchmaking.alphastar_main`).
     policy_loss: 'neurd' (Neural Replicator Dynamics: every legal action's
       logit follows its advantage under the Q critic) or 'a2c' (the sampled
       action's log-probability times its advantage) or 'mmd' (magnetic
@@ -237,7 +240,7 @@ def check_exploiters(config: Config) -> None:
     raise ValueError(
         "Config: matchmaking='latest' plays the main agent against itself "
         f'only, so its num_exploiters={config.num_exploiters} exploiters would '
-        'never be met; choose one of uniform, pfsp, pfsp_variance.')
+        'never be met; choose one of uniform, pfsp, pfsp_variance, alphastar.')
 
 
 def check_network(config: Config) -> None:

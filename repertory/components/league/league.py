@@ -133,7 +133,8 @@ class League:
       model store saves snapshots from; None for a league without weights
       storage (`add_player` then only records players).
     matchmaking: a rule of `matchmaking.RULES` ('latest', 'uniform', 'pfsp',
-      'pfsp_variance').
+      'pfsp_variance') or `matchmaking.MAIN_RULES` ('alphastar': the main
+      agent's mix of PFSP, verification and self-play).
     latest_is_live: with 'latest', the opponent is the live learner itself
       (naive self-play) rather than its newest snapshot.
     snapshot_every_steps: add a snapshot once this many learner steps passed
@@ -504,8 +505,13 @@ class League:
         return live
       ids = [p['id'] for p in pool]
       win_rates = self._payoff.win_rates(learner, ids)
-      picks = [self._rule(win_rates, self._rng) for _ in range(n)]
-      return [(ids[i], pool[i]['version']) for i in picks]
+      if self._rule_name in matchmaking_lib.MAIN_RULES:
+        roles = [p['role'] for p in pool]
+        picks = [self._rule(roles, win_rates, self._rng) for _ in range(n)]
+      else:
+        picks = [self._rule(win_rates, self._rng) for _ in range(n)]
+      return [(learner, LIVE_VERSION) if i is None else
+              (ids[i], pool[i]['version']) for i in picks]
 
   # --- results ----------------------------------------------------------------
 

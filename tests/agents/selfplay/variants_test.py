@@ -67,7 +67,7 @@ def test_bad_selfplay_value_is_one_line(tmp_path):
   assert result.returncode != 0
   assert result.stderr.strip().splitlines() == [
       "repertory.run: error: --selfplay='nash'; choose one of latest, "
-      'uniform, pfsp, pfsp_variance.']
+      'uniform, pfsp, pfsp_variance, alphastar.']
   assert not os.path.exists(tmp_path / 'run')  # Nothing half-written.
 
 

@@ -2,6 +2,8 @@
 payoffs and Elo against hand-computed values, and restart."""
 
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -160,7 +162,7 @@ def test_snapshots_on_schedule_and_by_margin(tmp_path):
 
 def test_bad_arguments_get_one_line(tmp_path):
   with pytest.raises(ValueError, match=r"Unknown matchmaking rule 'best'; "
-                     'known: latest, pfsp, pfsp_variance, uniform'):
+                     'known: alphastar, latest, pfsp, pfsp_variance, uniform'):
     new_league(tmp_path, matchmaking='best')
   league = new_league(tmp_path)
   with pytest.raises(ValueError, match="Unknown role 'coach'"):
@@ -275,3 +277,17 @@ def test_exploiter_generation_ends_on_win_rate_or_step_budget(tmp_path):
   assert table['exploiter0@v9']['role'] == 'exploiter'
   assert table['main']['role'] == 'main'
   assert table['exploiter0']['games'] == 30
+
+
+def test_the_league_plays_live_self_play_and_the_pool(tmp_path):
+  league = new_league(tmp_path, matchmaking='alphastar', seed=3)
+  league.add_player(weights_of(1), version=1, step=1)
+  league.add_player(weights_of(2), version=5, step=5, role='exploiter0')
+  league.report([('main', 'main@v1', 1.0)] * 10 +
+                [('main', 'exploiter0@v5', 0.0)] * 10)
+  picks = collections.Counter(league.sample_opponents('main', 4000))
+  live = ('main', league_lib.LIVE_VERSION)
+  assert set(picks) == {live, ('exploiter0@v5', 5)}  # main@v1: weight 0.
+  assert picks[live] / 4000 == pytest.approx(0.35, abs=0.03)
+  # Exploiters still meet the main agent's newest snapshot only.
+  assert set(league.sample_opponents('exploiter0', 100)) == {('main@v1', 1)}
