@@ -13,6 +13,8 @@ it. Installed in every node process of local_mp / ray
 """
 
 import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
 import threading
 import types
@@ -20,6 +22,7 @@ from typing import Iterable, Optional
 
 DEFAULT = ('pandas',)
 _LOCK = threading.RLock()
+_RUNNING = '__deferred_code_running__'
 
 
 class _DeferredModule(types.ModuleType):
@@ -29,12 +32,20 @@ class _DeferredModule(types.ModuleType):
   `__file__`) leaves it unloaded; any other attribute runs its code first."""
 
   def __getattr__(self, name):
-    with _LOCK:
+    with _LOCK:  # Other threads wait here until the code has run.
       if type(self) is _DeferredModule:  # pylint: disable=unidiomatic-typecheck
+        if self.__dict__.get(_RUNNING):  # Asked by the module's own code.
+          raise AttributeError(
+              f'partially initialized module {self.__name__!r} has no '
+              f'attribute {name!r}')
         loader = self.__spec__.loader.wrapped
-        self.__class__ = types.ModuleType
         self.__loader__ = self.__spec__.loader = loader
-        loader.exec_module(self)  # As an import would, in this module.
+        self.__dict__[_RUNNING] = True
+        try:
+          loader.exec_module(self)  # As an import would, in this module.
+        finally:
+          del self.__dict__[_RUNNING]
+          self.__class__ = types.ModuleType
     return getattr(self, name)
 
 
@@ -72,6 +83,15 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
       return spec  # Namespace packages, builtins: imported as usual.
     spec.loader = _DeferringLoader(spec.loader)
     return spec
+
+
+def deferred_module(spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+  """A module of `spec` whose code runs on the first use of an attribute
+  that is not set on it (the caller puts it in `sys.modules`)."""
+  spec.loader = _DeferringLoader(spec.loader)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 
 def _installed() -> Optional[_DeferringFinder]:

@@ -6,7 +6,9 @@ constructors; inside their processes it arrives dereferenced:
 * the handle of a `CourierNode` becomes a client whose public methods are
   called remotely: `client.method(...)` blocks, `client.futures.method(...)`
   returns a `concurrent.futures.Future`;
-* the handle of a `ReverbNode` becomes a `reverb.Client`.
+* the handle of a `ReverbNode` becomes a `reverb.Client` (in a node process
+  that has not imported Reverb, a `reverb_lite.WriterClient`: its writers
+  need no TensorFlow).
 """
 
 import concurrent.futures

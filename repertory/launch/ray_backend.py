@@ -37,6 +37,7 @@ from repertory.launch import nodes as nodes_lib
 from repertory.launch import program as program_lib
 from repertory.launch import ray_auth
 from repertory.launch import reaper
+from repertory.launch import reverb_lite
 
 _LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
@@ -146,14 +147,14 @@ def _remote_client(handle: handles_lib.Handle, namespace: str,
   if kind == 'courier':
     return RayCourierClient(handle, namespace, connect_timeout)
   if kind == 'reverb':
-    import reverb  # pylint: disable=g-import-not-at-top
     what = f"Reverb node '{handle._node_id}' to come up"  # pylint: disable=protected-access
     actor = _get_actor(namespace, handle._unit_id, what, connect_timeout)  # pylint: disable=protected-access
     handles_lib.wait_with_log(
         lambda t: ray.get(actor.wait_ready.remote(handle._node_id, t)), what,  # pylint: disable=protected-access
         connect_timeout)
     address = ray.get(actor.reverb_address.remote(handle._node_id))  # pylint: disable=protected-access
-    return reverb.Client(address)
+    # A writer-only node (an actor) then never imports TensorFlow.
+    return reverb_lite.connect(address)
   raise errors.LaunchError(
       f"The handle of node '{handle._node_id}' ({handle._description}) cannot "  # pylint: disable=protected-access
       'be dereferenced: only CourierNode and ReverbNode handles can.')

@@ -60,3 +60,31 @@ def test_modules_already_imported_and_other_modules_are_untouched():
       print(type(plistlib).__name__, hasattr(plistlib, 'dumps'))
       """)
   assert out.splitlines() == ["1 ['wave']", 'module True']
+
+
+def test_threads_that_use_it_while_its_code_runs_wait_for_it(tmp_path):
+  (tmp_path / 'slow_module.py').write_text(textwrap.dedent('''
+      import time
+      time.sleep(1.0)  # Other threads ask for VALUE meanwhile.
+      VALUE = 42
+      '''))
+  out = _run(f"""
+      import sys, threading
+      sys.path.insert(0, {str(tmp_path)!r})
+      from repertory.launch import deferred_imports
+      deferred_imports.defer(('slow_module',))
+      import slow_module
+      seen = []
+      def use():
+        try:
+          seen.append(slow_module.VALUE)
+        except AttributeError as e:
+          seen.append(repr(e))
+      threads = [threading.Thread(target=use) for _ in range(4)]
+      for t in threads:
+        t.start()
+      for t in threads:
+        t.join()
+      print(seen)
+      """)
+  assert out == '[42, 42, 42, 42]'

@@ -6,18 +6,23 @@ environments with one policy call per step, writes `[T + 1]` unrolls with
 behaviour logits (and the LSTM state) through `UnrollAdder` into the Reverb
 queue, and refreshes its weights from the learner every
 `variable_update_period` steps through a `VariableClient`.
+
+A feedforward policy is evaluated in numpy (`numpy_policy.LogitsPolicy`)
+and the queue written through Reverb's C++ client (`launch.reverb_lite` in
+a process of its own), so such an actor process never imports TensorFlow;
+an LSTM policy runs in TensorFlow (`networks.Policy`).
 """
 
-from typing import Any
+from typing import Any, Tuple
 
 import numpy as np
 
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import networks as networks_lib
 from repertory.components import variables
+from repertory.components.actor_critic import config as config_lib
+from repertory.components.actor_critic import numpy_policy
 from repertory.components.actors import BatchedActor
-from repertory.components.actors import limit_tf_threads
 from repertory.components.evaluation import episodes
+from repertory.components.specs import num_actions as num_actions_of
 
 
 class ImpalaActor(BatchedActor):
@@ -48,7 +53,6 @@ class ImpalaActor(BatchedActor):
       counter: optional counter client (actor_steps).
       monitor: optional run monitor client (finished episodes).
     """
-    limit_tf_threads()
     from repertory import environments  # pylint: disable=g-import-not-at-top
     from repertory.components import adders  # pylint: disable=g-import-not-at-top
     environment = environments.make_batched(
@@ -56,21 +60,36 @@ class ImpalaActor(BatchedActor):
         kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
     observation_spec = environment.observation_spec()
     action_spec = environment.action_spec()
-    policy = networks_lib.Policy(config, observation_spec, action_spec,
-                                 seed=seed)
+    policy, core_state_spec = _policy(config, observation_spec, action_spec,
+                                      seed)
     client = variables.VariableClient(
-        learner, networks_lib.POLICY,
+        learner, numpy_policy.POLICY,
         update_period=config.variable_update_period,
         transport=config.weights_transport)
-    num_actions = networks_lib.num_actions(action_spec)
+    num_actions = num_actions_of(action_spec)
     adder = adders.UnrollAdder(
         replay, table, unroll_length=config.unroll_length, num_envs=num_envs,
         actor_id=actor_id,
         environment_spec=adders.EnvironmentSpec(
             observation_spec, action_spec, None, None),
         extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-        core_state_spec=networks_lib.state_spec(config))
+        core_state_spec=core_state_spec)
     super().__init__(environment, policy, adder, counter, monitor,
                      report_every=config.unroll_length,
                      variable_client=client,
                      min_report_interval_s=episodes.REPORT_INTERVAL_S)
+
+
+def _policy(config: config_lib.ActorCriticConfig, observation_spec: Any,
+            action_spec: Any, seed: int) -> Tuple[Any, Any]:
+  """The acting step and the recurrent state's spec (None: feedforward)."""
+  if not config.use_lstm:
+    return numpy_policy.LogitsPolicy(seed=seed,
+                                     activation=config.activation), None
+  # pylint: disable=g-import-not-at-top
+  from repertory.components.actor_critic import networks as networks_lib
+  from repertory.components.actors import limit_tf_threads
+  # pylint: enable=g-import-not-at-top
+  limit_tf_threads()
+  return (networks_lib.Policy(config, observation_spec, action_spec,
+                              seed=seed), networks_lib.state_spec(config))

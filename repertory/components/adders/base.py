@@ -19,17 +19,20 @@ The policy version is set by the actor with `adder.set_policy_version(v)`
 """
 
 import abc
-from typing import Any, Callable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional
 
 from absl import logging
 import dm_env
 from dm_env import specs
 import numpy as np
-import reverb
 import tree
+
+if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
+  import reverb  # pylint: disable=g-import-not-at-top
 
 from repertory import core
 from repertory.components import specs as specs_lib
+from repertory.launch import reverb_lite
 
 # Priority functions receive the item as a nest of numpy arrays.
 PriorityFn = Callable[[Mapping[str, Any]], float]
@@ -164,7 +167,7 @@ class ReverbAdder(abc.ABC):
   """
 
   def __init__(self,
-               client: reverb.Client,
+               client: 'reverb.Client',
                table: str,
                num_keep_alive_refs: int,
                actor_id: int = 0,
@@ -174,7 +177,8 @@ class ReverbAdder(abc.ABC):
     """Creates the writer.
 
     Args:
-      client: a `reverb.Client` (a dereferenced ReverbNode handle).
+      client: a `reverb.Client` (a dereferenced ReverbNode handle: in a
+        process without TensorFlow, a `launch.reverb_lite.WriterClient`).
       table: the table to insert items into.
       num_keep_alive_refs: how many steps back items may reference.
       actor_id: stored in every item.
@@ -299,7 +303,7 @@ class ReverbAdder(abc.ABC):
       try:
         self._writer.flush(block_until_num_items, timeout_ms=_FLUSH_POLL_MS)
         return
-      except reverb.errors.DeadlineExceededError:
+      except reverb_lite.errors().DeadlineExceededError:
         waited_ms += _FLUSH_POLL_MS
       from repertory import launch  # pylint: disable=g-import-not-at-top
       if launch.stopping():

@@ -1,8 +1,9 @@
 """Writes whole episodes as single items (the step layout of `sequence.py`)."""
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import reverb
+if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
+  import reverb  # pylint: disable=g-import-not-at-top
 
 from repertory.components.adders import base
 from repertory.components.adders import sequence
@@ -23,7 +24,7 @@ class EpisodeAdder(sequence.StepAdder):
   signature = staticmethod(episode_signature)
 
   def __init__(self,
-               client: reverb.Client,
+               client: 'reverb.Client',
                table: str,
                max_sequence_length: int,
                actor_id: int = 0,

@@ -20,12 +20,14 @@ though referenced by two items.
 """
 
 import collections
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import dm_env
 import numpy as np
-import reverb
 import tree
+
+if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
+  import reverb  # pylint: disable=g-import-not-at-top
 
 from repertory import core
 from repertory.components.adders import base
@@ -61,7 +63,7 @@ class NStepTransitionAdder(base.ReverbAdder):
   signature = staticmethod(n_step_transition_signature)
 
   def __init__(self,
-               client: reverb.Client,
+               client: 'reverb.Client',
                n_step: int,
                discount: float,
                table: str,

@@ -17,12 +17,14 @@ Kapturowski et al., 2019).
 """
 
 import enum
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import dm_env
 import numpy as np
-import reverb
 import tree
+
+if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
+  import reverb  # pylint: disable=g-import-not-at-top
 
 from repertory import core
 from repertory.components.adders import base
@@ -240,7 +242,7 @@ class SequenceAdder(StepAdder):
   signature = staticmethod(sequence_signature)
 
   def __init__(self,
-               client: reverb.Client,
+               client: 'reverb.Client',
                table: str,
                sequence_length: int,
                period: int,

@@ -27,12 +27,14 @@ transition unless `step_type[t+1] == FIRST` (an auto-reset boundary: the
 learner must mask it out, e.g. `mask = step_type[1:] != 0`).
 """
 
-from typing import Any, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional
 
 import dm_env
 import numpy as np
-import reverb
 import tree
+
+if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
+  import reverb  # pylint: disable=g-import-not-at-top
 
 from repertory import core
 from repertory.components.adders import base
@@ -131,7 +133,7 @@ class UnrollAdder(base.ReverbAdder):
   signature = staticmethod(unroll_signature)
 
   def __init__(self,
-               client: reverb.Client,
+               client: 'reverb.Client',
                table: str,
                unroll_length: int,
                num_envs: int,

@@ -68,7 +68,8 @@ def test_unroll_of_another_version_never_enters_a_batch(queue_server):
   config, client = queue_server
   learner = _learner(config, client, num_actors=1)
   actor = _actor(0, config, client, learner)
-  actor.collect_round(version=3)  # Pretends to act with a future version.
+  actor.wait_for_round(None)  # Holds version 0's weights, and then
+  actor.collect_round(version=3)  # pretends to act with a future version.
   with pytest.raises(rounds.PolicyLagError, match='version 3'):
     learner.step()
 

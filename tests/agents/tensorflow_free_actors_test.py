@@ -1,0 +1,134 @@
+"""PPO's and IMPALA's actors act and write to their queue in a process
+without TensorFlow (numpy policies, Reverb's C++ writer), with the
+behaviour the learner's network gives their actions."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from repertory import experiment as experiment_lib
+from repertory import testing
+from repertory.agents import impala
+from repertory.agents import ppo
+from repertory.agents.ppo import program as ppo_program
+from repertory.components import networks
+from repertory.components.actor_critic import mlp_policy
+from repertory.components.actor_critic import networks as actor_critic_nets
+from repertory.components.actor_critic import tables as actor_critic_tables
+
+CATCH = experiment_lib.environment_spec('catch')
+PPO = dict(unroll_length=5, hidden_sizes=(16,), network='separate_tanh',
+           round_timeout_s=60.0)
+IMPALA = dict(unroll_length=5, hidden_sizes=(16,), shared_torso=False,
+              activation='tanh', variable_update_period=1)
+
+# Run in a fresh interpreter; `{build_actor}` builds `actor` from `config`,
+# `learner` (a real VariableStore serving the weights) and `replay`.
+_ACTOR_PROCESS = '''
+import sys
+sys.modules['tensorflow'] = None  # Any import of it fails loudly.
+import numpy as np
+from repertory.agents import {agent}
+from repertory.components import variables
+from repertory.launch import reverb_lite
+
+config = {agent}.Config(**{config!r})
+learner = variables.VariableStore(
+    {{'policy': dict(np.load({weights_file!r}))}})
+replay = reverb_lite.connect({address!r})
+{build_actor}
+print('HEAVY', [m for m in ('tensorflow', 'sonnet')
+                if sys.modules.get(m) is not None])
+'''
+
+
+def _run_actor(tmp_path, agent, config, weights, address, build_actor):
+  weights_file = os.path.join(tmp_path, 'weights.npz')
+  np.savez(weights_file, **weights)
+  code = _ACTOR_PROCESS.format(
+      agent=agent, config=config, weights_file=weights_file,
+      address=address, build_actor=textwrap.dedent(build_actor))
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=120, check=False)
+  output = result.stdout + result.stderr
+  assert result.returncode == 0, output
+  assert 'HEAVY []' in result.stdout, output
+
+
+def _first_steps(items):
+  """Observations and actions of steps 0 .. T - 1 (T + 1 per unroll)."""
+  for item in items:
+    yield item, (np.asarray(item['observation'])[:-1],
+                 np.asarray(item['action'])[:-1])
+
+
+def test_ppo_actor(tmp_path):
+  with networks.seeded(0):
+    network = mlp_policy.make_network(
+        PPO['hidden_sizes'], CATCH.observations, CATCH.actions,
+        PPO['network'])
+  config = ppo.Config(**PPO)
+  tables = ppo_program.make_tables(config, CATCH, 1, 2)
+  with testing.reverb_server(tables) as client:
+    _run_actor(tmp_path, 'ppo', PPO, networks.get_variables(network),
+               client.server_address, '''
+        from repertory.agents.ppo import acting
+        actor = acting.PPOActor(0, config, 'catch', 2, seed=0,
+                                replay=replay, learner=learner)
+        actor.collect_round(actor.wait_for_round(None))
+    ''')
+    items = testing.read_queue(client, ppo_program.QUEUE)
+  assert len(items) == 2  # One unroll per environment.
+  for item, (observation, action) in _first_steps(items):
+    logits = network(tf.constant(observation)).logits
+    expected = tf.nn.log_softmax(logits).numpy()[np.arange(len(action)),
+                                                 action]
+    np.testing.assert_allclose(np.asarray(item['extras']['log_prob'])[:-1],
+                               expected, atol=1e-5)
+
+
+def test_impala_actor(tmp_path):
+  config = impala.Config(**IMPALA)
+  with networks.seeded(0):
+    network = actor_critic_nets.make_network(config, CATCH.observations,
+                                             CATCH.actions)
+  tables = actor_critic_tables.make_tables(config, CATCH)
+  with testing.reverb_server(tables) as client:
+    _run_actor(tmp_path, 'impala', IMPALA, networks.get_variables(network),
+               client.server_address, f'''
+        from repertory.agents.impala import acting
+        actor = acting.ImpalaActor(0, config, 'catch', 2, seed=0,
+                                   learner=learner, replay=replay,
+                                   table={actor_critic_tables.TABLE!r})
+        actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
+    ''')
+    items = testing.read_queue(client, actor_critic_tables.TABLE)
+  assert len(items) >= 2
+  for item, (observation, _) in _first_steps(items):
+    np.testing.assert_allclose(
+        np.asarray(item['extras']['logits'])[:-1],
+        network(tf.constant(observation)).logits.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize('config', [IMPALA, dict(IMPALA, shared_torso=True,
+                                                 activation='relu')])
+def test_impala_networks_in_numpy(config):
+  from repertory.components.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
+  config = impala.Config(**config)
+  network = actor_critic_nets.make_network(config, CATCH.observations,
+                                           CATCH.actions)
+  policy = numpy_policy.LogitsPolicy(activation=config.activation)
+  policy.set_weights(networks.get_variables(network))
+  observation = np.random.default_rng(0).normal(size=(8, 50)).astype(
+      np.float32).reshape((8,) + CATCH.observations.shape)
+  expected = network(tf.constant(observation))
+  logits, values = policy.outputs(observation)
+  np.testing.assert_allclose(logits, expected.logits.numpy(), atol=1e-5)
+  np.testing.assert_allclose(values, expected.value.numpy(), atol=1e-5)
+  _, extras, _ = policy.step(observation, (), None)
+  np.testing.assert_allclose(extras['logits'], logits)
