@@ -401,8 +401,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
 
   for variant in ('raw', 'actor_no_adder', 'actor'):
     env = environments.make_batched(env_spec, num_envs, seed=0, kind=kind)
-    policy = networks.Policy(config, env.observation_spec(),
-                             env.action_spec(), seed=0)
+    policy = agent_throughput.actor_policy(config, env, seed=0)
     if variant == 'raw':
       state = {'timestep': env.reset(), 'state': policy.initial_state(
           num_envs)}
@@ -446,18 +445,25 @@ def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
   import os
   import time
   from repertory import environments
+  from repertory.agents.impala import acting
   from repertory.agents.impala import config as config_lib
   from repertory.components import actors
+  from repertory.components import networks
   from repertory.components.actor_critic import config as ac_config
-  from repertory.components.actor_critic import networks
+  from repertory.components.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top,redefined-outer-name,reimported
-  actors.limit_tf_threads()
+  actors.limit_tf_threads()  # The network that gives the initial weights.
   config = config_lib.Config()
   env = environments.make_batched(
       env_spec, num_envs, seed=seed,
       kind=ac_config.batched_env_kind(config.batched_env_kind, env_spec))
-  policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
-                           seed=seed)
+  # agent_throughput.actor_policy (this runs in a Ray worker, which imports
+  # repertory but not the benchmarks).
+  policy, _ = acting.make_policy(config, env.observation_spec(),
+                                 env.action_spec(), seed)
+  with networks.seeded(seed):
+    policy.set_weights(networks.get_variables(actor_critic_nets.make_network(
+        config, env.observation_spec(), env.action_spec())))
   state, timestep = policy.initial_state(num_envs), env.reset()
   steps, start, cpu = 0, None, None
   begin = time.perf_counter()

@@ -9,8 +9,8 @@ on the same machine:
 
 * `ceiling`: A plain processes, each running only the raw acting loop of an
   actor: the same batched environment (same kind, same envs_per_actor) and
-  the same batched policy forward (IMPALA's `Policy`), no framework, no
-  Reverb, no learner;
+  the same batched policy forward (IMPALA's actor policy, `actor_policy`),
+  no framework, no Reverb, no learner;
 * `impala_nolearn` / `seed_nolearn`: the agent's program in `local_mp` with
   learning disabled (`Config.train=False`: the learner only serves weights,
   the queue drops its oldest unrolls), so the figure isolates the
@@ -53,6 +53,23 @@ _WARMUP = flags.DEFINE_float('warmup_seconds', 10.0,
 _OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
 
 
+def actor_policy(config: Any, env: Any, seed: int) -> Any:
+  """IMPALA's actor policy (`acting.make_policy`: numpy for a feedforward
+  network) with the network's initial weights."""
+  # pylint: disable=g-import-not-at-top
+  from repertory.agents.impala import acting
+  from repertory.components import networks
+  from repertory.components.actor_critic import networks as actor_critic_nets
+  # pylint: enable=g-import-not-at-top
+  policy, _ = acting.make_policy(config, env.observation_spec(),
+                                 env.action_spec(), seed)
+  with networks.seeded(seed):
+    network = actor_critic_nets.make_network(
+        config, env.observation_spec(), env.action_spec())
+  policy.set_weights(networks.get_variables(network))
+  return policy
+
+
 def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
               warmup_steps: int, queue, start_event) -> None:
   """One plain process: batched env + batched policy forward, nothing else.
@@ -63,7 +80,6 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   """
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
   from repertory.components.actor_critic import config as actor_critic_config  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import networks  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.components import actors  # pylint: disable=g-import-not-at-top
   actors.limit_tf_threads()
@@ -72,8 +88,7 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
       env_spec, num_envs, seed=seed,
       kind=actor_critic_config.batched_env_kind(config.batched_env_kind,
                                                 env_spec))
-  policy = networks.Policy(config, env.observation_spec(), env.action_spec(),
-                           seed=seed)
+  policy = actor_policy(config, env, seed)
   state = policy.initial_state(num_envs)
   timestep = env.reset()
 

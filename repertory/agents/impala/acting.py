@@ -60,8 +60,8 @@ class ImpalaActor(BatchedActor):
         kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
     observation_spec = environment.observation_spec()
     action_spec = environment.action_spec()
-    policy, core_state_spec = _policy(config, observation_spec, action_spec,
-                                      seed)
+    policy, core_state_spec = make_policy(config, observation_spec,
+                                          action_spec, seed)
     client = variables.VariableClient(
         learner, numpy_policy.POLICY,
         update_period=config.variable_update_period,
@@ -80,9 +80,10 @@ class ImpalaActor(BatchedActor):
                      min_report_interval_s=episodes.REPORT_INTERVAL_S)
 
 
-def _policy(config: config_lib.ActorCriticConfig, observation_spec: Any,
+def make_policy(config: config_lib.ActorCriticConfig, observation_spec: Any,
             action_spec: Any, seed: int) -> Tuple[Any, Any]:
-  """The acting step and the recurrent state's spec (None: feedforward)."""
+  """The actor's acting step (weights still to be set) and the recurrent
+  state's spec (None: feedforward)."""
   if not config.use_lstm:
     return numpy_policy.LogitsPolicy(seed=seed,
                                      activation=config.activation), None
