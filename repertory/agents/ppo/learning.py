@@ -166,12 +166,11 @@ class PPO(learners.Algorithm):
     self.rounds += 1
     metrics.update({'rounds': self.rounds,
                     'charts/policy_lag_max': int(lags.max())})
-    dropped, self._collector.dropped = self._collector.dropped, 0
     return learners.Update(
         metrics, counts={'learner_steps': int(metrics['charts/updates']),
                          'policy_lag_sum': float(lags.sum()),
                          'policy_lag_items': int(lags.size),
-                         'dropped_stale': dropped},
+                         'dropped_stale': self._collector.take_dropped()},
         applied=metrics['learner/skipped_updates'] == 0)
 
 

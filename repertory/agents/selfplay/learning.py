@@ -156,10 +156,12 @@ class SelfPlayLearner(core.Learner):
       self._update_magnet()
     if self._guard is not None:
       self._guard.record_update(applied, self._steps)
-    self._counter.futures.increment(**(
-        {self._steps_key: 1} if self._role != config_lib.MAIN else
-        dict(learner_steps=1, policy_lag_items=len(lag),
-             policy_lag_sum=int(lag.sum()))))
+    counts = ({self._steps_key: 1} if self._role != config_lib.MAIN else
+              dict(learner_steps=1, policy_lag_items=len(lag),
+                   policy_lag_sum=int(lag.sum())))
+    if self._rounds is not None:  # PPO rounds' stale unrolls, every role's.
+      counts['dropped_stale'] = self._rounds.take_dropped()
+    self._counter.futures.increment(**counts)
     if self._steps % min(c.snapshot_every_steps or 50, 50) == 0:
       if self._role == config_lib.MAIN:
         self._league.futures.maybe_add(self._weights(), self.version,

@@ -56,6 +56,11 @@ class RoundCollector:
     self.dropped = 0  # Unrolls of earlier versions, since the last take.
     self.dropped_total = 0  # ...and since the start.
 
+  def take_dropped(self) -> int:
+    """Unrolls of earlier versions dropped since the last call."""
+    dropped, self.dropped = self.dropped, 0
+    return dropped
+
   def _next_unroll(self, timeout_s: float):
     """The next unroll, or None if none came in `timeout_s`. One reader
     thread iterates the dataset without a sampling timeout: an iterator that
