@@ -34,18 +34,24 @@ def test_writes_without_tensorflow_then_imports_reverb_in_place():
         import reverb
         print('SAME ERRORS', reverb.errors.DeadlineExceededError
               is reverb_lite.errors().DeadlineExceededError)
-        print('FULL', type(reverb_lite.connect(client.server_address))
-              is reverb.Client)
+        full = reverb_lite.connect(client.server_address)
+        print('FULL', type(full) is reverb.Client)
+        for source in (client, full):  # Both write on, TensorFlow loaded.
+          with source.trajectory_writer(num_keep_alive_refs=1) as writer:
+            writer.append({{'x': np.float32(3)}})
+            writer.create_item('queue', 1.0,
+                               {{'x': writer.history['x'][-1:]}})
+        print('SIZE', full.server_info()['queue'].current_size)
     ''')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True,
                             text=True, timeout=120, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     for line in ('CLIENT WriterClient', 'TENSORFLOW False', 'SIZE 3',
-                 'SAME ERRORS True', 'FULL True'):
+                 'SAME ERRORS True', 'FULL True', 'SIZE 5'):
       assert line in result.stdout, output
     items = testing.read_queue(client, 'queue')
-    assert [float(np.squeeze(item[0])) for item in items] == [0.0, 1.0, 2.0]
+    assert [float(np.squeeze(item[0])) for item in items] == [0, 1, 2, 3, 3]
 
 
 def test_where_reverb_is_imported_connect_is_a_reverb_client():
