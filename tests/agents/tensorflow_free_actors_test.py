@@ -132,3 +132,17 @@ def test_impala_networks_in_numpy(config):
   np.testing.assert_allclose(values, expected.value.numpy(), atol=1e-5)
   _, extras, _ = policy.step(observation, (), None)
   np.testing.assert_allclose(extras['logits'], logits)
+
+
+def test_selfplay_actor_module_without_tensorflow():
+  # Its MLP players are numpy (`league.MLPPolicy`); only `use_lstm` imports
+  # TensorFlow, when an actor builds its LSTM policies.
+  code = textwrap.dedent('''
+      import sys
+      sys.modules['tensorflow'] = None
+      from repertory.agents.selfplay import acting
+      print('ACTOR', acting.SelfPlayActor.__name__)
+  ''')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=120, check=False)
+  assert 'ACTOR SelfPlayActor' in result.stdout, result.stdout + result.stderr

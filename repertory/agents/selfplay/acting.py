@@ -51,7 +51,6 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import adders
-from repertory.components.actor_critic import lstm_policy
 from repertory.components import league as league_lib
 from repertory.components import rounds
 from repertory.components import variables
@@ -60,6 +59,13 @@ from repertory.environments import multiagent
 
 _MAX_CACHED_OPPONENTS = 64
 _LEARNER = '<learner>'
+
+
+def _lstm_policy() -> Any:
+  """`actor_critic.lstm_policy` (TensorFlow), imported for `use_lstm` only:
+  an MLP self-play actor imports no TensorFlow."""
+  from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+  return lstm_policy
 
 
 def core_state_spec(config: config_lib.Config) -> Optional[Dict[str, Any]]:
@@ -143,7 +149,7 @@ class SelfPlayActor(core.Worker):
     self._lstm = None  # use_lstm: the learner's and the opponents' policies.
     if config.use_lstm:
       spec = multiagent.player_spec(self._games[0])
-      make = lambda: lstm_policy.LSTMPolicy(  # pylint: disable=g-long-lambda
+      make = lambda: _lstm_policy().LSTMPolicy(  # pylint: disable=g-long-lambda
           spec.observations['observation'].shape,
           spec.actions.num_values, config.hidden_sizes, config.lstm_size)
       self._lstm = {_LEARNER: make(), 'opponent': make()}
@@ -383,7 +389,7 @@ class SelfPlayActor(core.Worker):
       hidden = self._hidden[games, players]  # [K, lstm] (copies)
       cell = self._cell[games, players]
       chosen[ks], log_probs[ks], state = self._recurrent_policy(key).act(
-          obs, legal, lstm_policy.LSTMPolicy.state(hidden, cell), self._rng,
+          obs, legal, _lstm_policy().LSTMPolicy.state(hidden, cell), self._rng,
           epsilon=epsilon)
       self._hidden[games, players] = state.hidden
       self._cell[games, players] = state.cell
@@ -486,7 +492,7 @@ class EvalActor(core.Actor):
     self._policy = None
     self._lstm, self._state = None, None
     if config is not None and config.use_lstm:
-      self._lstm = lstm_policy.LSTMPolicy(
+      self._lstm = _lstm_policy().LSTMPolicy(
           spec.observations['observation'].shape, spec.actions.num_values,
           config.hidden_sizes, config.lstm_size, seed=seed)
       self._state = self._lstm.initial_state(1)
