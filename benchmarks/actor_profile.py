@@ -445,10 +445,10 @@ def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
   import os
   import time
   from repertory import environments
-  from repertory.agents.impala import acting
   from repertory.agents.impala import config as config_lib
   from repertory.components import actors
   from repertory.components import networks
+  from repertory.components.actor_critic import acting
   from repertory.components.actor_critic import config as ac_config
   from repertory.components.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top,redefined-outer-name,reimported

@@ -54,11 +54,11 @@ _OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
 
 
 def actor_policy(config: Any, env: Any, seed: int) -> Any:
-  """IMPALA's actor policy (`acting.make_policy`: numpy for a feedforward
-  network) with the network's initial weights."""
+  """IMPALA's actor policy (`actor_critic.acting.make_policy`: numpy for a
+  feedforward network) with the network's initial weights."""
   # pylint: disable=g-import-not-at-top
-  from repertory.agents.impala import acting
   from repertory.components import networks
+  from repertory.components.actor_critic import acting
   from repertory.components.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top
   policy, _ = acting.make_policy(config, env.observation_spec(),

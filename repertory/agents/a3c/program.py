@@ -17,7 +17,7 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import learning
 from repertory.components import actors
 from repertory.components import config_checks
-from repertory.components.actor_critic import mlp_policy
+from repertory.components.actor_critic import numpy_policy
 
 
 def make_program(config: config_lib.Config,
@@ -35,8 +35,7 @@ def make_program(config: config_lib.Config,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(mlp_policy.make_eval_actor, spec=spec,
-                        hidden_sizes=config.hidden_sizes,
+      functools.partial(numpy_policy.make_eval_actor,
                         greedy=config.eval_greedy, seed=experiment.eval_seed))
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          acting.A3CActor, config, learner, counter, monitor)

@@ -7,17 +7,18 @@ behaviour logits (and the LSTM state) through `UnrollAdder` into the Reverb
 queue, and refreshes its weights from the learner every
 `variable_update_period` steps through a `VariableClient`.
 
-A feedforward policy is evaluated in numpy (`numpy_policy.LogitsPolicy`)
-and the queue written through Reverb's C++ client (`launch.reverb_lite` in
-a process of its own), so such an actor process never imports TensorFlow;
-an LSTM policy runs in TensorFlow (`networks.Policy`).
+A feedforward policy is evaluated in numpy
+(`actor_critic.acting.make_policy`) and the queue written through Reverb's
+C++ client (`launch.reverb_lite` in a process of its own), so such an actor
+process never imports TensorFlow; an LSTM policy runs in TensorFlow.
 """
 
-from typing import Any, Tuple
+from typing import Any
 
 import numpy as np
 
 from repertory.components import variables
+from repertory.components.actor_critic import acting as actor_critic_acting
 from repertory.components.actor_critic import config as config_lib
 from repertory.components.actor_critic import numpy_policy
 from repertory.components.actors import BatchedActor
@@ -60,8 +61,8 @@ class ImpalaActor(BatchedActor):
         kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
     observation_spec = environment.observation_spec()
     action_spec = environment.action_spec()
-    policy, core_state_spec = make_policy(config, observation_spec,
-                                          action_spec, seed)
+    policy, core_state_spec = actor_critic_acting.make_policy(
+        config, observation_spec, action_spec, seed)
     client = variables.VariableClient(
         learner, numpy_policy.POLICY,
         update_period=config.variable_update_period,
@@ -78,19 +79,3 @@ class ImpalaActor(BatchedActor):
                      report_every=config.unroll_length,
                      variable_client=client,
                      min_report_interval_s=episodes.REPORT_INTERVAL_S)
-
-
-def make_policy(config: config_lib.ActorCriticConfig, observation_spec: Any,
-            action_spec: Any, seed: int) -> Tuple[Any, Any]:
-  """The actor's acting step (weights still to be set) and the recurrent
-  state's spec (None: feedforward)."""
-  if not config.use_lstm:
-    return numpy_policy.LogitsPolicy(seed=seed,
-                                     activation=config.activation), None
-  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import networks as networks_lib
-  from repertory.components.actors import limit_tf_threads
-  # pylint: enable=g-import-not-at-top
-  limit_tf_threads()
-  return (networks_lib.Policy(config, observation_spec, action_spec,
-                              seed=seed), networks_lib.state_spec(config))

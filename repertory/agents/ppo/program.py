@@ -24,6 +24,7 @@ from repertory.remote import program as remote_lib
 # The unroll queue's table name (`acting.QUEUE`; acting imports TensorFlow).
 QUEUE = 'queue'
 _MLP_POLICY = 'repertory.components.actor_critic.mlp_policy'
+_NUMPY_POLICY = 'repertory.components.actor_critic.numpy_policy'
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,
@@ -77,11 +78,8 @@ def make_program(config: config_lib.Config,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, in_rounds, counter, learner,
-      functools.partial(launch.lazy(f'{_MLP_POLICY}:make_eval_actor'),
-                        spec=spec,
-                        hidden_sizes=config.hidden_sizes,
-                        greedy=config.eval_greedy, seed=experiment.eval_seed,
-                        network=config.network),
+      functools.partial(launch.lazy(f'{_NUMPY_POLICY}:make_eval_actor'),
+                        greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
   if remote:  # The remote environment service replaces the actors.
     from repertory.agents.ppo import acting  # pylint: disable=g-import-not-at-top

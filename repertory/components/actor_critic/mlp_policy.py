@@ -13,12 +13,9 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from repertory import core
-
 from repertory.components.specs import num_actions
 from repertory.components import losses
 from repertory.components import networks
-from repertory.components import variables
 from repertory.components.networks import separate_mlp
 
 # The name of the variable group actors fetch from the learner.
@@ -127,40 +124,3 @@ def export_snapshot(path: str, network: snt.Module,
   return model_store.export_policy(path, policy, observation_spec,
                                    owner=network)
 
-
-class EvalActor(core.Actor):
-  """A single-environment actor (no adder) with the learner's weights."""
-
-  def __init__(self, policy: Policy, variable_source: Any):
-    self._policy = policy
-    self._client = variables.VariableClient(variable_source,
-                                            POLICY)
-    self._version = -1
-
-  def select_action(self, observation):
-    action, _, _ = self._policy.act(np.asarray(observation)[None])
-    return action[0]
-
-  def observe_first(self, timestep) -> None:
-    pass
-
-  def observe(self, action, next_timestep) -> None:
-    pass
-
-  def update(self, wait: bool = False) -> None:
-    self._client.update(wait=wait)
-    if self._client.version != self._version and self._client.variables:
-      self._policy.set_weights(self._client.params)
-      self._version = self._client.version
-
-
-def make_eval_actor(variable_source: Any, spec: Any,
-                    hidden_sizes: Sequence[int], greedy: bool = True,
-                    seed: int = 0,
-                    network: str = separate_mlp.SHARED_RELU) -> EvalActor:
-  """The monitor's evaluation actor (use with functools.partial)."""
-  from repertory.components.actors import limit_tf_threads  # pylint: disable=g-import-not-at-top
-  limit_tf_threads()
-  return EvalActor(Policy(hidden_sizes, spec.observations, spec.actions,
-                          greedy=greedy, seed=seed, network=network),
-                   variable_source)

@@ -16,7 +16,9 @@ The networks, told apart by their weights' names:
 | PPO/A3C `shared_relu`; IMPALA's feedforward network | `torso/mlp/layers/<i>/{w,b}` (and `value_torso/mlp/layers/<i>/{w,b}` if the value has its own torso), `head/{policy,value}/{w,b}` | `activation` (relu by default) after every torso layer |
 | PPO `separate_tanh` | `{policy,value}/layers/<i>/{w,b}` | tanh between layers |
 
-`LogitsPolicy` is the same with IMPALA's step (extras `{'logits'}`).
+`LogitsPolicy` is the same with IMPALA's step (extras `{'logits'}`);
+`EvalActor` acts with a learner's newest weights in one environment (PPO's
+and A3C's evaluation actor).
 
 Integer observations are scaled to [0, 1] (divided by 255), as the torsos
 do.
@@ -26,6 +28,9 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
+
+from repertory import core
+from repertory.components import variables
 
 # The variable group actors fetch from the learner (as `mlp_policy.POLICY`
 # and `networks.POLICY`, whose modules import TensorFlow).
@@ -179,3 +184,37 @@ class LogitsPolicy(NumpyPolicy):
     logits, _ = self.outputs(observation)
     action = self._sample(_log_softmax(logits.astype(np.float64)), uniform)
     return action.astype(np.int32), {'logits': logits}, state
+
+
+class EvalActor(core.Actor):
+  """One environment, no adder, greedy (or sampled) actions of a
+  feedforward network with the learner's newest weights: the run
+  monitor's and evaluator's actor for PPO and A3C (no TensorFlow)."""
+
+  def __init__(self, variable_source: Any, greedy: bool = True,
+               seed: int = 0):
+    self._policy = NumpyPolicy(greedy=greedy, seed=seed)
+    self._client = variables.VariableClient(variable_source, POLICY)
+    self._version = -1
+
+  def select_action(self, observation: Any) -> Any:
+    action, _, _ = self._policy.act(np.asarray(observation)[None])
+    return action[0]
+
+  def observe_first(self, timestep: Any) -> None:
+    pass
+
+  def observe(self, action: Any, next_timestep: Any) -> None:
+    pass
+
+  def update(self, wait: bool = False) -> None:
+    self._client.update(wait=wait)
+    if self._client.version != self._version and self._client.variables:
+      self._policy.set_weights(self._client.params)
+      self._version = self._client.version
+
+
+def make_eval_actor(variable_source: Any, greedy: bool = True,
+                    seed: int = 0) -> EvalActor:
+  """The monitor's evaluation actor (use with functools.partial)."""
+  return EvalActor(variable_source, greedy=greedy, seed=seed)

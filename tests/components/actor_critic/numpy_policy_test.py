@@ -1,5 +1,7 @@
 """NumpyPolicy against the Sonnet networks it evaluates (both kinds)."""
 
+import collections
+
 from dm_env import specs
 import numpy as np
 import pytest
@@ -89,3 +91,27 @@ def test_weights_of_another_network_are_refused_by_name():
 
 def test_actors_fetch_the_learners_policy_group():
   assert numpy_policy.POLICY == mlp_policy.POLICY == actor_critic_nets.POLICY
+
+
+def test_evaluation_actors_take_the_networks_greedy_actions():
+  # PPO's and A3C's (numpy_policy.EvalActor) and IMPALA's/SEED's
+  # (acting.EvalActor with a feedforward network), from a real VariableStore.
+  from repertory.components import variables  # pylint: disable=g-import-not-at-top
+  from repertory.components.actor_critic import acting  # pylint: disable=g-import-not-at-top
+  from repertory.components.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
+  spec = collections.namedtuple('Spec', 'observations actions')(
+      FLOAT_OBS, ACTIONS)
+  config = config_lib.ActorCriticConfig(hidden_sizes=(16, 8))
+  observations = np.random.default_rng(1).normal(size=(20, 4)).astype(
+      np.float32)
+  for network, actor in [
+      (_network('separate_tanh', FLOAT_OBS), numpy_policy.make_eval_actor),
+      (actor_critic_nets.make_network(config, FLOAT_OBS, ACTIONS),
+       lambda source: acting.make_eval_actor(config, spec, source))]:
+    store = variables.VariableStore(
+        {numpy_policy.POLICY: networks.get_variables(network)}, version=3)
+    evaluator = actor(store)
+    evaluator.update(wait=True)
+    greedy = network(tf.constant(observations)).logits.numpy().argmax(-1)
+    assert [int(evaluator.select_action(o)) for o in observations] == list(
+        greedy)
