@@ -459,8 +459,7 @@ def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
       kind=ac_config.batched_env_kind(config.batched_env_kind, env_spec))
   # agent_throughput.actor_policy (this runs in a Ray worker, which imports
   # repertory but not the benchmarks).
-  policy, _ = acting.make_policy(config, env.observation_spec(),
-                                 env.action_spec(), seed)
+  policy, _ = acting.make_policy(config, seed)
   with networks.seeded(seed):
     policy.set_weights(networks.get_variables(actor_critic_nets.make_network(
         config, env.observation_spec(), env.action_spec())))

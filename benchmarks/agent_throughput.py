@@ -61,8 +61,7 @@ def actor_policy(config: Any, env: Any, seed: int) -> Any:
   from repertory.components.actor_critic import acting
   from repertory.components.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top
-  policy, _ = acting.make_policy(config, env.observation_spec(),
-                                 env.action_spec(), seed)
+  policy, _ = acting.make_policy(config, seed)
   with networks.seeded(seed):
     network = actor_critic_nets.make_network(
         config, env.observation_spec(), env.action_spec())

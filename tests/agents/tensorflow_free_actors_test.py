@@ -92,14 +92,17 @@ def test_ppo_actor(tmp_path):
                                expected, atol=1e-5)
 
 
-def test_impala_actor(tmp_path):
-  config = impala.Config(**IMPALA)
+@pytest.mark.parametrize('use_lstm', [False, True])
+def test_impala_actor(tmp_path, use_lstm):
+  settings = dict(IMPALA, use_lstm=True, shared_torso=True,
+                  lstm_size=8) if use_lstm else IMPALA
+  config = impala.Config(**settings)
   with networks.seeded(0):
     network = actor_critic_nets.make_network(config, CATCH.observations,
                                              CATCH.actions)
   tables = actor_critic_tables.make_tables(config, CATCH)
   with testing.reverb_server(tables) as client:
-    _run_actor(tmp_path, 'impala', IMPALA, networks.get_variables(network),
+    _run_actor(tmp_path, 'impala', settings, networks.get_variables(network),
                client.server_address, f'''
         from repertory.agents.impala import acting
         actor = acting.ImpalaActor(0, config, 'catch', 2, seed=0,
@@ -110,9 +113,17 @@ def test_impala_actor(tmp_path):
     items = testing.read_queue(client, actor_critic_tables.TABLE)
   assert len(items) >= 2
   for item, (observation, _) in _first_steps(items):
+    if use_lstm:  # The state stored is the one before the item's first
+      # step, zeroed there if an episode starts (step type FIRST = 0).
+      keep = float(np.asarray(item['step_type'])[0] != 0)
+      state = type(network.initial_state(1))(
+          *(keep * np.asarray(x)[None] for x in item['core_state']))
+      logits = network(tf.constant(observation[:1]), state)[0].logits.numpy()
+      steps = 1
+    else:
+      logits, steps = network(tf.constant(observation)).logits.numpy(), -1
     np.testing.assert_allclose(
-        np.asarray(item['extras']['logits'])[:-1],
-        network(tf.constant(observation)).logits.numpy(), atol=1e-5)
+        np.asarray(item['extras']['logits'])[:steps], logits, atol=1e-5)
 
 
 @pytest.mark.parametrize('config', [IMPALA, dict(IMPALA, shared_torso=True,

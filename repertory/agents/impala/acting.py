@@ -61,8 +61,7 @@ class ImpalaActor(BatchedActor):
         kind=config_lib.batched_env_kind(config.batched_env_kind, env_spec))
     observation_spec = environment.observation_spec()
     action_spec = environment.action_spec()
-    policy, core_state_spec = actor_critic_acting.make_policy(
-        config, observation_spec, action_spec, seed)
+    policy, core_state_spec = actor_critic_acting.make_policy(config, seed)
     client = variables.VariableClient(
         learner, numpy_policy.POLICY,
         update_period=config.variable_update_period,

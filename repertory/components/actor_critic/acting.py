@@ -1,6 +1,5 @@
-"""The actor-critic's acting step (`make_policy`: numpy for a feedforward
-network, TensorFlow for an LSTM) and its evaluation actor: one
-environment, no adder."""
+"""The actor-critic's acting step (`make_policy`, in numpy) and its
+evaluation actor: one environment, no adder."""
 
 from typing import Any, Tuple
 
@@ -13,25 +12,18 @@ from repertory.components.actor_critic import config as config_lib
 from repertory.components.actor_critic import numpy_policy
 
 
-def make_policy(config: config_lib.ActorCriticConfig, observation_spec: Any,
-                action_spec: Any, seed: int = 0, greedy: bool = False
-                ) -> Tuple[Any, Any]:
-  """An actor's acting step (its weights still to be set) and the recurrent
-  state's spec (None: feedforward). A feedforward network is evaluated in
-  numpy (`numpy_policy.LogitsPolicy`: the process needs no TensorFlow),
-  an LSTM in TensorFlow (`networks.Policy`)."""
-  if not config.use_lstm:
-    return numpy_policy.LogitsPolicy(greedy=greedy, seed=seed,
-                                     activation=config.activation), None
-  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import networks as networks_lib
-  from repertory.components.actors import limit_tf_threads
-  # pylint: enable=g-import-not-at-top
-  limit_tf_threads()
-  return (networks_lib.Policy(config, observation_spec, action_spec,
-                              greedy=greedy, seed=seed),
-          networks_lib.state_spec(config))
-
+def make_policy(config: config_lib.ActorCriticConfig, seed: int = 0,
+                greedy: bool = False
+                ) -> Tuple[numpy_policy.LogitsPolicy, Any]:
+  """An actor's acting step (its weights still to be set), evaluated in
+  numpy (`numpy_policy.LogitsPolicy`: the process needs no TensorFlow), and
+  the recurrent state's spec (None: feedforward)."""
+  lstm_size = config.lstm_size if config.use_lstm else None
+  policy = numpy_policy.LogitsPolicy(greedy=greedy, seed=seed,
+                                     activation=config.activation,
+                                     lstm_size=lstm_size)
+  return policy, (numpy_policy.lstm_state_spec(lstm_size) if lstm_size
+                  else None)
 
 class EvalActor(core.Actor):
   """Acts in one environment with the learner's latest weights."""
@@ -39,8 +31,8 @@ class EvalActor(core.Actor):
   def __init__(self, config: config_lib.ActorCriticConfig,
                spec: Any, variable_source: Any, greedy: bool = True,
                seed: int = 0):
-    self._policy, _ = make_policy(config, spec.observations, spec.actions,
-                                  seed, greedy)
+    del spec  # The network's shapes come with its weights.
+    self._policy, _ = make_policy(config, seed, greedy)
     self._client = variables.VariableClient(variable_source,
                                             numpy_policy.POLICY)
     self._state = self._policy.initial_state(1)

@@ -1,4 +1,4 @@
-"""Feedforward policy-value MLPs in numpy: acting without TensorFlow.
+"""Policy-value networks in numpy: acting without TensorFlow.
 
 An actor only evaluates the network its learner trains, a few small matrix
 products per step. `NumpyPolicy` evaluates the learner's weights
@@ -15,8 +15,10 @@ The networks, told apart by their weights' names:
 |---|---|---|
 | PPO/A3C `shared_relu`; IMPALA's feedforward network | `torso/mlp/layers/<i>/{w,b}` (and `value_torso/mlp/layers/<i>/{w,b}` if the value has its own torso), `head/{policy,value}/{w,b}` | `activation` (relu by default) after every torso layer |
 | PPO `separate_tanh` | `{policy,value}/layers/<i>/{w,b}` | tanh between layers |
+| IMPALA's `use_lstm` network (`LogitsPolicy(lstm_size=...)`) | the torso's and head's, and `core/lstm/{w_i,w_h,b}` (Sonnet's `snt.LSTM`) between them | `activation` in the torso |
 
-`LogitsPolicy` is the same with IMPALA's step (extras `{'logits'}`);
+`LogitsPolicy` is the same with IMPALA's step (extras `{'logits'}`, and
+the LSTM's state);
 `EvalActor` acts with a learner's newest weights in one environment (PPO's
 and A3C's evaluation actor).
 
@@ -25,7 +27,7 @@ do.
 """
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -82,10 +84,10 @@ class NumpyPolicy:
     self._forward = None
 
   def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
-    """Takes `{name: array}` of either network (see the module docstring).
+    """Takes `{name: array}` of a network of the module docstring.
 
     Raises:
-      ValueError: naming the weights, if they are of neither network.
+      ValueError: naming the weights, if they are of no such network.
     """
     weights = dict(weights)
     torso = _layers(weights, 'torso/mlp/layers')
@@ -94,41 +96,57 @@ class NumpyPolicy:
       head = {k: (np.asarray(weights[f'head/{k}/w'], np.float32),
                   np.asarray(weights[f'head/{k}/b'], np.float32))
               for k in ('policy', 'value')}
+      lstm = None
+      if 'core/lstm/w_i' in weights:
+        lstm = [np.asarray(weights[f'core/lstm/{k}'], np.float32)
+                for k in ('w_i', 'w_h', 'b')]
       activation = self._activation
 
-      def torso_and_head(x):
+      def torso_and_head(x, state):
         embedding = _mlp(x, torso, activation, activate_final=True)
+        if lstm is not None:
+          if state is None:
+            raise ValueError('NumpyPolicy: an LSTM network needs its state: '
+                             'act with LogitsPolicy.step.')
+          state = _lstm_step(embedding, state, *lstm)
+          embedding = state.hidden
         value_embedding = (_mlp(x, value_torso, activation, True)
                            if value_torso else embedding)
-        return embedding @ head['policy'][0] + head['policy'][1], (
-            value_embedding @ head['value'][0] + head['value'][1])
+        return (embedding @ head['policy'][0] + head['policy'][1],
+                value_embedding @ head['value'][0] + head['value'][1], state)
       self._forward = torso_and_head
     else:
       policy = _layers(weights, 'policy/layers')
       value = _layers(weights, 'value/layers')
       if not policy or not value:
         raise ValueError(
-            'NumpyPolicy: the weights are of neither a torso/head nor a '
-            'separate policy/value MLP (feedforward policy-value networks '
-            f'only); got {sorted(weights)}.')
-      self._forward = lambda x: (_mlp(x, policy, np.tanh, False),
-                                 _mlp(x, value, np.tanh, False))
+            'NumpyPolicy: the weights are of neither a torso/head network '
+            '(with or without an LSTM core) nor a separate policy/value '
+            f'MLP; got {sorted(weights)}.')
+      self._forward = lambda x, state: (_mlp(x, policy, np.tanh, False),
+                                        _mlp(x, value, np.tanh, False), state)
     self._weights = weights
 
   def get_weights(self) -> Dict[str, np.ndarray]:
     return dict(self._weights or {})
 
-  def outputs(self, observation: np.ndarray
+  def outputs(self, observation: np.ndarray, state: Any = None
               ) -> Tuple[np.ndarray, np.ndarray]:
-    """(logits `[N, A]`, values `[N]`) for `[N, ...]` observations."""
+    """(logits `[N, A]`, values `[N]`) for `[N, ...]` observations (and,
+    for an LSTM network, the state before this step; see `step`)."""
+    logits, value, _ = self._evaluate(observation, state)
+    return logits, value
+
+  def _evaluate(self, observation: np.ndarray, state: Any
+                ) -> Tuple[np.ndarray, np.ndarray, Any]:
     if self._forward is None:
       raise RuntimeError('NumpyPolicy: set_weights before acting.')
     x = np.asarray(observation)
     if np.issubdtype(x.dtype, np.integer):
       x = x.astype(np.float32) / 255.0
     x = x.astype(np.float32, copy=False).reshape(len(x), -1)
-    logits, value = self._forward(x)
-    return logits, value[:, 0]
+    logits, value, state = self._forward(x, state)
+    return logits, value[:, 0], state
 
   def act(self, observation: np.ndarray
           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,19 +189,60 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
   return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
+class LSTMState(NamedTuple):
+  """An LSTM's state (as `snt.LSTMState`), `[N, lstm_size]` each."""
+  hidden: np.ndarray
+  cell: np.ndarray
+
+
+def lstm_state_spec(lstm_size: int) -> LSTMState:
+  """One environment's LSTM state as numpy examples (an adder's spec)."""
+  return LSTMState(hidden=np.zeros((lstm_size,), np.float32),
+                   cell=np.zeros((lstm_size,), np.float32))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+  return 0.5 * (np.tanh(0.5 * x) + 1.0)
+
+
+def _lstm_step(x: np.ndarray, state: LSTMState, w_i: np.ndarray,
+               w_h: np.ndarray, b: np.ndarray) -> LSTMState:
+  """One step of Sonnet 2's `snt.LSTM` (gates i, f, g, o; its forget bias
+  is part of `b`)."""
+  i, f, g, o = np.split(x @ w_i + state.hidden @ w_h + b, 4, axis=1)
+  cell = _sigmoid(f) * state.cell + _sigmoid(i) * np.tanh(g)
+  return LSTMState(hidden=_sigmoid(o) * np.tanh(cell), cell=cell)
+
+
 class LogitsPolicy(NumpyPolicy):
-  """`NumpyPolicy` with the step of IMPALA's actors (feedforward networks):
+  """`NumpyPolicy` with the step of IMPALA's actors, `networks.Policy`'s:
   extras `{'logits': [N, A]}`, the behaviour logits V-trace needs; with
   `uniform` ([N] numbers in [0, 1)) row i's action is drawn from its own
-  number, as `networks.Policy.step` does."""
+  number. With `lstm_size` the network has an LSTM core (IMPALA's
+  `--config.use_lstm`): `step` takes the state before the step and zeroes
+  the rows where `first` holds (an episode starts there)."""
+
+  def __init__(self, greedy: bool = False, seed: int = 0,
+               activation: str = 'relu', lstm_size: Optional[int] = None):
+    super().__init__(greedy=greedy, seed=seed, activation=activation)
+    self._lstm_size = lstm_size
+
+  def initial_state(self, batch_size: int) -> Any:
+    if not self._lstm_size:
+      return ()
+    zeros = np.zeros((batch_size, self._lstm_size), np.float32)
+    return LSTMState(hidden=zeros, cell=zeros.copy())
 
   def step(self, observation: np.ndarray, state: Any, first: Any,
            uniform: Optional[np.ndarray] = None
            ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Any]:
-    del first
-    logits, _ = self.outputs(observation)
+    if self._lstm_size:
+      keep = ~np.asarray(first, bool)[:, None]
+      state = LSTMState(hidden=state.hidden * keep, cell=state.cell * keep)
+    logits, _, next_state = self._evaluate(observation, state)
     action = self._sample(_log_softmax(logits.astype(np.float64)), uniform)
-    return action.astype(np.int32), {'logits': logits}, state
+    return (action.astype(np.int32), {'logits': logits},
+            next_state if self._lstm_size else state)
 
 
 class EvalActor(core.Actor):

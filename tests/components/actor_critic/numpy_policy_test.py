@@ -115,3 +115,26 @@ def test_evaluation_actors_take_the_networks_greedy_actions():
     greedy = network(tf.constant(observations)).logits.numpy().argmax(-1)
     assert [int(evaluator.select_action(o)) for o in observations] == list(
         greedy)
+
+
+def test_lstm_steps_are_the_networks_with_resets_where_episodes_start():
+  from repertory.components.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
+  config = config_lib.ActorCriticConfig(hidden_sizes=(16,), use_lstm=True,
+                                        lstm_size=8)
+  network = actor_critic_nets.make_network(config, FLOAT_OBS, ACTIONS)
+  policy = numpy_policy.LogitsPolicy(lstm_size=8)
+  policy.set_weights(networks.get_variables(network))
+  rng = np.random.default_rng(2)
+  state, tf_state = policy.initial_state(5), network.initial_state(5)
+  for t in range(6):
+    observation = rng.normal(size=(5, 4)).astype(np.float32)
+    first = (rng.random(5) < 0.3) | (t == 0)
+    _, extras, state = policy.step(observation, state, first)
+    keep = tf.constant(~first[:, None], tf.float32)  # Reset, as the actor.
+    tf_state = type(tf_state)(tf_state.hidden * keep, tf_state.cell * keep)
+    expected, tf_state = network(tf.constant(observation), tf_state)
+    np.testing.assert_allclose(extras['logits'], expected.logits.numpy(),
+                               atol=1e-5)
+    np.testing.assert_allclose(state.hidden, tf_state.hidden.numpy(),
+                               atol=1e-5)
+    np.testing.assert_allclose(state.cell, tf_state.cell.numpy(), atol=1e-5)
