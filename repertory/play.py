@@ -127,8 +127,8 @@ class _LSTMPlayer:
 
   def __init__(self, weights, env: Any, rng, greedy: bool):
     from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
-    shape = env.observation_spec()['observation'].shape[1:]
-    self._policy = lstm_policy.LSTMPolicy.from_weights(weights, shape)
+    del env  # The network's sizes come with its weights.
+    self._policy = lstm_policy.LSTMPolicy.from_weights(weights)
     self._rng, self._greedy, self._states = rng, greedy, {}
 
   def new_game(self) -> None:

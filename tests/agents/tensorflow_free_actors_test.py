@@ -146,12 +146,14 @@ def test_impala_networks_in_numpy(config):
 
 
 def test_selfplay_actor_module_without_tensorflow():
-  # Its MLP players are numpy (`league.MLPPolicy`); only `use_lstm` imports
-  # TensorFlow, when an actor builds its LSTM policies.
+  # Its MLP players (`league.MLPPolicy`) and LSTM players
+  # (`lstm_policy.LSTMPolicy`) act in numpy.
   code = textwrap.dedent('''
       import sys
       sys.modules['tensorflow'] = None
       from repertory.agents.selfplay import acting
+      from repertory.components.actor_critic import lstm_policy
+      lstm_policy.LSTMPolicy(lstm_size=4).initial_state(2)
       print('ACTOR', acting.SelfPlayActor.__name__)
   ''')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True,

@@ -51,6 +51,7 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import adders
+from repertory.components.actor_critic import lstm_policy
 from repertory.components import league as league_lib
 from repertory.components import rounds
 from repertory.components import variables
@@ -59,13 +60,6 @@ from repertory.environments import multiagent
 
 _MAX_CACHED_OPPONENTS = 64
 _LEARNER = '<learner>'
-
-
-def _lstm_policy() -> Any:
-  """`actor_critic.lstm_policy` (TensorFlow), imported for `use_lstm` only:
-  an MLP self-play actor imports no TensorFlow."""
-  from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
-  return lstm_policy
 
 
 def core_state_spec(config: config_lib.Config) -> Optional[Dict[str, Any]]:
@@ -148,11 +142,8 @@ class SelfPlayActor(core.Worker):
     self._source = learner
     self._lstm = None  # use_lstm: the learner's and the opponents' policies.
     if config.use_lstm:
-      spec = multiagent.player_spec(self._games[0])
-      make = lambda: _lstm_policy().LSTMPolicy(  # pylint: disable=g-long-lambda
-          spec.observations['observation'].shape,
-          spec.actions.num_values, config.hidden_sizes, config.lstm_size)
-      self._lstm = {_LEARNER: make(), 'opponent': make()}
+      self._lstm = {_LEARNER: lstm_policy.LSTMPolicy(config.lstm_size),
+                    'opponent': lstm_policy.LSTMPolicy(config.lstm_size)}
       self._lstm_opponent = None  # Whose weights 'opponent' holds.
       shape = (len(self._games), self._n, config.lstm_size)
       self._hidden = np.zeros(shape, np.float32)  # Per game and player.
@@ -389,7 +380,7 @@ class SelfPlayActor(core.Worker):
       hidden = self._hidden[games, players]  # [K, lstm] (copies)
       cell = self._cell[games, players]
       chosen[ks], log_probs[ks], state = self._recurrent_policy(key).act(
-          obs, legal, _lstm_policy().LSTMPolicy.state(hidden, cell), self._rng,
+          obs, legal, lstm_policy.LSTMPolicy.state(hidden, cell), self._rng,
           epsilon=epsilon)
       self._hidden[games, players] = state.hidden
       self._cell[games, players] = state.cell
@@ -482,19 +473,17 @@ class SelfPlayActor(core.Worker):
 class EvalActor(core.Actor):
   """Acts with the learner's latest weights on one player's view (for the
   run monitor's evaluation against a fixed opponent); with a `config` of
-  `use_lstm` (and the game's `spec`) its LSTM state runs through each game."""
+  `use_lstm` its LSTM state runs through each game."""
 
   def __init__(self, learner: Any, greedy: bool = False, seed: int = 0,
-               config: Optional[config_lib.Config] = None, spec: Any = None):
+               config: Optional[config_lib.Config] = None):
     self._client = variables.VariableClient(learner, config_lib.POLICY)
     self._greedy = greedy
     self._rng = np.random.default_rng(seed)
     self._policy = None
     self._lstm, self._state = None, None
     if config is not None and config.use_lstm:
-      self._lstm = _lstm_policy().LSTMPolicy(
-          spec.observations['observation'].shape, spec.actions.num_values,
-          config.hidden_sizes, config.lstm_size, seed=seed)
+      self._lstm = lstm_policy.LSTMPolicy(config.lstm_size, seed=seed)
       self._state = self._lstm.initial_state(1)
 
   def select_action(self, observation: Any) -> int:

@@ -1,7 +1,7 @@
 """IMPALA's LSTM actor-critic acting on legal actions, for players that carry
 their own core state (self-play's seats and league snapshots).
 
-    policy = LSTMPolicy((11,), num_actions=2, hidden_sizes=(64,), lstm_size=64)
+    policy = LSTMPolicy(lstm_size=64)
     policy.set_weights(weights)          # networks.get_variables(network)
     state = policy.initial_state(B)      # zeros: the start of a game
     actions, log_probs, state = policy.act(observations, legal, state, rng)
@@ -10,21 +10,19 @@ their own core state (self-play's seats and league snapshots).
 The network is `actor_critic.networks.make_network` with `use_lstm=True`
 (`networks.RecurrentPolicyValueNetwork`: MLP torso, LSTM core, policy and
 value heads), the one IMPALA's learner trains, so a learner's
-`networks.get_variables` are its weights. The step runs through
-`actor_critic.networks.Policy` (a `GraphFunction`); logits are masked to the
-legal actions and sampled with `league.sample_legal` (ε-exploration
-included, as `MLPPolicy.act`).
+`networks.get_variables` are its weights. The step runs in numpy
+(`numpy_policy.LogitsPolicy`: an actor needs no TensorFlow); logits are
+masked to the legal actions and sampled with `league.sample_legal`
+(ε-exploration included, as `MLPPolicy.act`).
 """
 
-import re
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from dm_env import specs
 import numpy as np
-import sonnet as snt
 
 from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import networks as networks_lib
+from repertory.components.actor_critic import numpy_policy
 from repertory.components.league import policy as league_policy
 
 
@@ -38,7 +36,8 @@ def lstm_config(hidden_sizes: Sequence[int],
 def make_network(observation_shape: Sequence[int], num_actions: int,
                  hidden_sizes: Sequence[int], lstm_size: int) -> Any:
   """IMPALA's LSTM network (variables built) over `[B, *observation_shape]`
-  float32 observations."""
+  float32 observations (TensorFlow)."""
+  from repertory.components.actor_critic import networks as networks_lib  # pylint: disable=g-import-not-at-top
   return networks_lib.make_network(
       lstm_config(hidden_sizes, lstm_size),
       specs.Array(tuple(observation_shape), np.float32),
@@ -49,28 +48,19 @@ class LSTMPolicy:
   """Acting with an LSTM actor-critic's weights; the caller keeps each
   player's state (`initial_state` rows at the start of its game)."""
 
-  def __init__(self, observation_shape: Sequence[int], num_actions: int,
-               hidden_sizes: Sequence[int], lstm_size: int, seed: int = 0):
-    self._policy = networks_lib.Policy(
-        lstm_config(hidden_sizes, lstm_size),
-        specs.Array(tuple(observation_shape), np.float32),
-        specs.DiscreteArray(int(num_actions)), seed=seed)
+  def __init__(self, lstm_size: int, seed: int = 0):
+    self._policy = numpy_policy.LogitsPolicy(seed=seed, lstm_size=lstm_size)
     self.lstm_size = lstm_size
 
   @classmethod
   def from_weights(cls, weights: Mapping[str, np.ndarray],
-                   observation_shape: Sequence[int],
                    seed: int = 0) -> 'LSTMPolicy':
     """The policy of an LSTM network's weights (`networks.get_variables`
-    names), its sizes read from their shapes."""
-    layers = sorted(int(m.group(1)) for name in weights
-                    if (m := re.fullmatch(r'torso/mlp/layers/(\d+)/w', name)))
-    if 'core/lstm/w_h' not in weights or not layers:
+    names), its LSTM size read from their shapes."""
+    if 'core/lstm/w_h' not in weights:
       raise ValueError('LSTMPolicy.from_weights needs the weights of an LSTM '
                        f'actor-critic; got names {sorted(weights)}.')
-    policy = cls(observation_shape, weights['head/policy/w'].shape[1],
-                 [weights[f'torso/mlp/layers/{i}/w'].shape[1] for i in layers],
-                 weights['core/lstm/w_h'].shape[0], seed=seed)
+    policy = cls(weights['core/lstm/w_h'].shape[0], seed=seed)
     policy.set_weights(weights)
     return policy
 
@@ -78,13 +68,13 @@ class LSTMPolicy:
     self._policy.set_weights(weights)
 
   @staticmethod
-  def state(hidden: np.ndarray, cell: np.ndarray) -> snt.LSTMState:
+  def state(hidden: np.ndarray, cell: np.ndarray) -> numpy_policy.LSTMState:
     """The state of rows whose LSTM hidden and cell arrays are given."""
-    return snt.LSTMState(hidden=np.asarray(hidden, np.float32),
-                         cell=np.asarray(cell, np.float32))
+    return numpy_policy.LSTMState(hidden=np.asarray(hidden, np.float32),
+                                  cell=np.asarray(cell, np.float32))
 
-  def initial_state(self, batch_size: int) -> Any:
-    """Zero `snt.LSTMState` of `[batch_size, lstm_size]` numpy arrays."""
+  def initial_state(self, batch_size: int) -> numpy_policy.LSTMState:
+    """Zero state of `[batch_size, lstm_size]` numpy arrays."""
     return self._policy.initial_state(batch_size)
 
   def step(self, observations: np.ndarray, legal: np.ndarray,

@@ -154,8 +154,7 @@ def test_stored_core_state_is_the_players_state_there(tmp_path):
   assert len(items) >= 30
   game = pyspiel.load_game('kuhn_poker')
   states = _by_information_state(game)
-  policy = lstm_policy.LSTMPolicy((11,), 2, config.hidden_sizes,
-                                  config.lstm_size)
+  policy = lstm_policy.LSTMPolicy(config.lstm_size)
   policy.set_weights(weights)
   later = 0
   for item in items:
@@ -189,8 +188,7 @@ def test_snapshot_is_rebuilt_with_the_lstm_and_plays_legal_actions(tmp_path):
   _, weights = _league(str(tmp_path), config, spec).get_weights(snapshot)
   with pytest.raises(ValueError, match='these have an LSTM core'):
     league_lib.MLPPolicy(weights)  # What repertory.play and SEED play.
-  policy = lstm_policy.LSTMPolicy((11,), 2, config.hidden_sizes,
-                                  config.lstm_size)
+  policy = lstm_policy.LSTMPolicy(config.lstm_size)
   policy.set_weights(weights)
   game = pyspiel.load_game('kuhn_poker')
   table = openspiel_policy.recurrent_tabular_policy(
