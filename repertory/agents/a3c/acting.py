@@ -23,6 +23,7 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as a3c_networks
 from repertory.components.actor_critic import mlp_policy as networks_lib
 from repertory.components.actor_critic import rollout_actor
+from repertory.components import actors
 from repertory.components import losses
 from repertory.components import networks
 
@@ -71,9 +72,10 @@ class A3CActor(rollout_actor.RolloutActor):
   FETCH_TIMEOUT_FIELD = 'push_timeout_s'
 
   def _setup(self) -> None:
+    actors.limit_tf_threads()  # Before TensorFlow runs the gradients.
     self._adder = _Rollout()
     # The eager network computes gradients (once per rollout); the policy
-    # acts every step in a graph of its own (no EagerTensor per step).
+    # acts every step in numpy (`RolloutActor`'s `numpy_policy`).
     with networks.seeded(self._seed):  # The learner's weights anyway.
       self._network = networks_lib.make_network(
           self._config.hidden_sizes, self.observation_spec, self.action_spec)

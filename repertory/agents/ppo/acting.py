@@ -11,7 +11,7 @@ The policy is evaluated in numpy (`numpy_policy.NumpyPolicy`) and the queue
 written through Reverb's C++ client (`launch.reverb_lite` in a process of
 its own), so an actor process never imports TensorFlow.
 
-The evaluation actor is `components.actor_critic.mlp_policy.EvalActor`.
+The evaluation actor is `components.actor_critic.numpy_policy.EvalActor`.
 """
 
 from typing import Any, Optional
@@ -22,7 +22,6 @@ import numpy as np
 from repertory.agents.ppo import config as config_lib
 from repertory.components import adders
 from repertory.components import rounds
-from repertory.components.actor_critic import numpy_policy
 from repertory.components.actor_critic import rollout_actor
 
 # The queue of unrolls between PPO actors and learner.
@@ -68,9 +67,6 @@ class PPOActor(rollout_actor.RolloutActor):
     self._max_rounds = max_rounds
     super().__init__(actor_id, config, env, envs_per_actor, seed, learner,
                      counter, monitor)
-
-  def _make_policy(self, seed: int) -> numpy_policy.NumpyPolicy:
-    return numpy_policy.NumpyPolicy(seed=seed)
 
   def _setup(self) -> None:
     config, replay = self._config, self._replay

@@ -21,9 +21,8 @@ from repertory.components import actors
 from repertory.components import config_checks
 from repertory.remote import program as remote_lib
 
-# The unroll queue's table name (`acting.QUEUE`; acting imports TensorFlow).
+# The unroll queue's table name (`acting.QUEUE`; the driver imports no actor).
 QUEUE = 'queue'
-_MLP_POLICY = 'repertory.components.actor_critic.mlp_policy'
 _NUMPY_POLICY = 'repertory.components.actor_critic.numpy_policy'
 
 
@@ -85,9 +84,7 @@ def make_program(config: config_lib.Config,
     from repertory.agents.ppo import acting  # pylint: disable=g-import-not-at-top
     remote_lib.add_round_service(
         program, experiment.logdir, remote_options, functools.partial(
-            launch.lazy(f'{_MLP_POLICY}:Policy'), config.hidden_sizes,
-            spec.observations, spec.actions, seed=experiment.seed,
-            network=config.network),
+            launch.lazy(f'{_NUMPY_POLICY}:NumpyPolicy'), seed=experiment.seed),
         learner, replay,
         QUEUE, spec, config.unroll_length, envs_per_actor,
         acting.extras_spec(), config.round_timeout_s, counter, monitor)

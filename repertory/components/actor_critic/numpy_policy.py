@@ -64,8 +64,8 @@ ACTIVATIONS = {'relu': lambda x: np.maximum(x, 0.0), 'tanh': np.tanh}
 
 
 class NumpyPolicy:
-  """`mlp_policy.Policy`'s acting step (same `act`, `step` and
-  `set_weights`) over the learner's weights, in numpy.
+  """The acting step of a policy-value network over the learner's weights,
+  in numpy (`act`, and `step` for `BatchedActor`).
 
   Actions are sampled from softmax(logits) with a `numpy` generator seeded
   by `seed` (or, with `greedy`, the most likely ones); `log_prob` is

@@ -1,9 +1,9 @@
 """The actor node of round-based actor-critic agents (PPO, A3C): a
 `BatchedActor` over an actor's environments with the MLP policy-value
-network's acting step (`mlp_policy.Policy` in TensorFlow, or an agent's own
-`_make_policy`: PPO's is `numpy_policy.NumpyPolicy`), stepped one rollout of
-`unroll_length` steps at a time with weights the agent sets: PPO's waits for
-each round's version, A3C's pulls the newest before each gradient."""
+network's acting step in numpy (`numpy_policy.NumpyPolicy`), stepped one
+rollout of `unroll_length` steps at a time with weights the agent sets:
+PPO's waits for each round's version, A3C's pulls the newest before each
+gradient."""
 
 from typing import Any, Optional
 
@@ -49,7 +49,7 @@ class RolloutActor(BatchedActor):
     self._actor_id = actor_id
     self._config = config
     self._learner = learner
-    policy = self._make_policy(seed)
+    policy = numpy_policy.NumpyPolicy(seed=seed)
     # The agent fetches and sets the weights (`BatchedActor` refreshes none).
     if fetch_timeout_s is None:
       fetch_timeout_s = getattr(config, self.FETCH_TIMEOUT_FIELD)
@@ -61,17 +61,6 @@ class RolloutActor(BatchedActor):
     super().__init__(environment, policy, None, counter, monitor,
                      report_every=config.unroll_length)
     self._setup()
-
-  def _make_policy(self, seed: int) -> Any:
-    """The acting step: `mlp_policy.Policy` (TensorFlow) by default."""
-    # pylint: disable=g-import-not-at-top
-    from repertory.components.actor_critic import mlp_policy
-    from repertory.components.actors import limit_tf_threads
-    # pylint: enable=g-import-not-at-top
-    limit_tf_threads()
-    return mlp_policy.Policy(
-        self._config.hidden_sizes, self.observation_spec, self.action_spec,
-        seed=seed, network=getattr(self._config, 'network', 'shared_relu'))
 
   def _setup(self) -> None:
     """The agent's own parts (e.g. `self._adder`)."""

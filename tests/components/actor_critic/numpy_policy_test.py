@@ -1,6 +1,8 @@
 """NumpyPolicy against the Sonnet networks it evaluates (both kinds)."""
 
 import collections
+import gc
+import sys
 
 from dm_env import specs
 import numpy as np
@@ -138,3 +140,16 @@ def test_lstm_steps_are_the_networks_with_resets_where_episodes_start():
     np.testing.assert_allclose(state.hidden, tf_state.hidden.numpy(),
                                atol=1e-5)
     np.testing.assert_allclose(state.cell, tf_state.cell.numpy(), atol=1e-5)
+
+
+def test_acting_leaves_no_python_objects_behind():
+  policy = _fixed_logits_policy(np.array([0.5, 0.5]))
+  observation = np.zeros((8, 2), np.float32)
+  for _ in range(200):
+    policy.step(observation, (), None)
+  gc.collect()
+  before = sys.getallocatedblocks()
+  for _ in range(2000):
+    policy.step(observation, (), None)
+  gc.collect()
+  assert sys.getallocatedblocks() - before < 200  # A long-running actor.
