@@ -167,9 +167,10 @@ def test_the_actors_of_a_run_differ_in_seed():
 
 
 def test_sample_from_uniform_matches_a_plain_inverse_cdf():
-  """What the inference server's per-actor sampling draws from: the
-  categorical of the logits, row by row (against `np.searchsorted`)."""
-  from repertory.components.actor_critic import networks  # pylint: disable=g-import-not-at-top
+  """What the inference server's per-actor sampling and the numpy actors
+  draw from: the categorical of the logits, row by row (against
+  `np.searchsorted`)."""
+  from repertory.components.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
   rng = np.random.RandomState(3)
   logits = rng.normal(size=(500, 4)).astype(np.float32) * 3
   uniform = rng.random_sample(500)
@@ -177,13 +178,14 @@ def test_sample_from_uniform_matches_a_plain_inverse_cdf():
   probs /= probs.sum(axis=1, keepdims=True)
   expected = [np.searchsorted(np.cumsum(p), u, side='right')
               for p, u in zip(probs, uniform)]
-  actions = networks.sample_from_uniform(logits, uniform)
+  actions = numpy_policy.sample_from_uniform(logits, uniform)
   assert actions.dtype == np.int32
   np.testing.assert_array_equal(actions, expected)
   # Near-certain actions at the ends of [0, 1); an impossible action is
   # never drawn, even by 0.
   sure = np.array([[-50.0, 50.0, -50.0]] * 2, np.float32)
+  ends = np.array([1e-9, 1.0 - 1e-9])
   np.testing.assert_array_equal(
-      networks.sample_from_uniform(sure, np.array([1e-9, 1.0 - 1e-9])), [1, 1])
+      numpy_policy.sample_from_uniform(sure, ends), [1, 1])
   masked = np.array([[-np.inf, 0.0, 0.0]], np.float32)
-  assert networks.sample_from_uniform(masked, np.array([0.0]))[0] == 1
+  assert numpy_policy.sample_from_uniform(masked, np.array([0.0]))[0] == 1

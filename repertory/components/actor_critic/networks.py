@@ -13,6 +13,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from repertory.components.actor_critic import config as config_lib
+from repertory.components.actor_critic import numpy_policy
 from repertory.components import networks
 from repertory.components.specs import num_actions
 
@@ -56,18 +57,6 @@ def _reset_state(state: Any, first: tf.Tensor) -> Any:
     mask = tf.reshape(first, [-1] + [1] * (leaf.shape.rank - 1))
     return tf.where(mask, tf.zeros_like(leaf), leaf)
   return tf.nest.map_structure(reset, state)
-
-
-def sample_from_uniform(logits: np.ndarray, uniform: np.ndarray
-                        ) -> np.ndarray:
-  """Categorical actions `[N]` (int32) of `logits` `[N, A]` by inverse CDF:
-  row i takes the first action whose cumulative probability exceeds
-  `uniform[i]` (in [0, 1))."""
-  logits = np.asarray(logits, np.float64)
-  probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-  cdf = np.cumsum(probs, axis=-1)
-  below = cdf <= np.asarray(uniform, np.float64)[:, None] * cdf[:, -1:]
-  return np.minimum(below.sum(axis=-1), logits.shape[-1] - 1).astype(np.int32)
 
 
 class Policy:
@@ -132,14 +121,15 @@ class Policy:
            uniform: Optional[np.ndarray] = None
            ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Any]:
     """One batched step. With `uniform` ([N] numbers in [0, 1)), row i's
-    action is drawn from its own number (`sample_from_uniform`) instead of
-    from this policy's random stream: how a server batching several actors
-    gives each actor actions that do not depend on the batching."""
+    action is drawn from its own number (`numpy_policy.sample_from_uniform`)
+    instead of from this policy's random stream: how a server batching
+    several actors gives each actor actions that do not depend on the
+    batching."""
     seed = self._rng.randint(0, 2**31 - 1, size=2, dtype=np.int64)
     action, logits, next_state = self._function(
         np.asarray(observation), state, np.asarray(first, bool), seed)
     if uniform is not None and not self._greedy:
-      action = sample_from_uniform(logits, uniform)
+      action = numpy_policy.sample_from_uniform(logits, uniform)
     if self.recurrent:
       next_state = snt.LSTMState(*next_state)
     return action, {'logits': logits}, next_state

@@ -60,6 +60,18 @@ def _mlp(x: np.ndarray, layers: List[_Layer], activation,
   return x
 
 
+def sample_from_uniform(logits: np.ndarray, uniform: np.ndarray
+                        ) -> np.ndarray:
+  """Categorical actions `[N]` (int32) of `logits` `[N, A]` (or log-probs)
+  by inverse CDF: row i takes the first action whose cumulative probability
+  exceeds `uniform[i]` (in [0, 1))."""
+  logits = np.asarray(logits, np.float64)
+  probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  cdf = np.cumsum(probs, axis=-1)
+  below = cdf <= np.asarray(uniform, np.float64)[:, None] * cdf[:, -1:]
+  return np.minimum(below.sum(axis=-1), logits.shape[-1] - 1).astype(np.int32)
+
+
 ACTIVATIONS = {'relu': lambda x: np.maximum(x, 0.0), 'tanh': np.tanh}
 
 
@@ -165,10 +177,7 @@ class NumpyPolicy:
       return log_probs.argmax(axis=-1)
     if uniform is None:
       uniform = self._rng.random(len(log_probs))
-    cumulative = np.exp(log_probs).cumsum(axis=-1)
-    draws = np.asarray(uniform, np.float64)[:, None] * cumulative[:, -1:]
-    return np.minimum((cumulative <= draws).sum(axis=-1),
-                      log_probs.shape[-1] - 1)
+    return sample_from_uniform(log_probs, uniform)
 
   # --- core.Policy (feedforward: no state), for `BatchedActor` ------------
 
