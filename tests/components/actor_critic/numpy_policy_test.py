@@ -51,10 +51,12 @@ def _fixed_logits_policy(probabilities, greedy=False, seed=0):
   """A separate_tanh network whose logits are log(probabilities) for every
   observation (all weights 0 but the logits layer's bias)."""
   n = len(probabilities)
+  with np.errstate(divide='ignore'):  # log(0) = -inf: never drawn.
+    logits = np.log(probabilities).astype(np.float32)
   zeros = lambda *shape: np.zeros(shape, np.float32)  # pylint: disable=unnecessary-lambda-assignment
   weights = {'policy/layers/0/w': zeros(2, 4), 'policy/layers/0/b': zeros(4),
              'policy/layers/1/w': zeros(4, n),
-             'policy/layers/1/b': np.log(probabilities).astype(np.float32),
+             'policy/layers/1/b': logits,
              'value/layers/0/w': zeros(2, 4), 'value/layers/0/b': zeros(4),
              'value/layers/1/w': zeros(4, 1), 'value/layers/1/b': zeros(1)}
   policy = numpy_policy.NumpyPolicy(greedy=greedy, seed=seed)
