@@ -1,8 +1,9 @@
 """Reverb's writing client without TensorFlow's Python.
 
-`import reverb` imports TensorFlow (about 3 CPU-seconds and 250 MiB per
-process), although writing items needs only Reverb's C++ client: its
-extension module links TensorFlow's C++ framework library, not its Python.
+`import reverb` imports TensorFlow (seconds of CPU and hundreds of MiB per
+process: BENCHMARKS.md), although writing items needs only Reverb's C++
+client: its extension module links TensorFlow's C++ framework library, not
+its Python.
 An actor that only writes connects with
 
     client = reverb_lite.connect(address)
