@@ -151,7 +151,9 @@ def test_acting_leaves_no_python_objects_behind():
     policy.step(observation, (), None)
   gc.collect()
   before = sys.getallocatedblocks()
-  for _ in range(2000):
+  for _ in range(20_000):
     policy.step(observation, (), None)
   gc.collect()
-  assert sys.getallocatedblocks() - before < 200  # A long-running actor.
+  # A long-running actor. One block per call would leave 20,000; other
+  # threads of a test worker move the count by a few hundred.
+  assert sys.getallocatedblocks() - before < 2_000
