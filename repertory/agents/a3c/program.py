@@ -35,7 +35,7 @@ def make_program(config: config_lib.Config,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(numpy_policy.make_eval_actor,
+      functools.partial(numpy_policy.EvalActor,
                         greedy=config.eval_greedy, seed=experiment.eval_seed))
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          acting.A3CActor, config, learner, counter, monitor)

@@ -7,10 +7,10 @@ behaviour logits (and the LSTM state) through `UnrollAdder` into the Reverb
 queue, and refreshes its weights from the learner every
 `variable_update_period` steps through a `VariableClient`.
 
-A feedforward policy is evaluated in numpy
+The policy, feedforward or LSTM, is evaluated in numpy
 (`actor_critic.acting.make_policy`) and the queue written through Reverb's
-C++ client (`launch.reverb_lite` in a process of its own), so such an actor
-process never imports TensorFlow; an LSTM policy runs in TensorFlow.
+C++ client (`launch.reverb_lite` in a process of its own), so an actor
+process never imports TensorFlow.
 """
 
 from typing import Any

@@ -77,7 +77,7 @@ def make_program(config: config_lib.Config,
         checkpoint=experiment.checkpoint))
   monitor = experiment_lib.add_monitor(
       program, in_rounds, counter, learner,
-      functools.partial(launch.lazy(f'{_NUMPY_POLICY}:make_eval_actor'),
+      functools.partial(launch.lazy(f'{_NUMPY_POLICY}:EvalActor'),
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
   if remote:  # The remote environment service replaces the actors.

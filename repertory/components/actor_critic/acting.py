@@ -25,6 +25,7 @@ def make_policy(config: config_lib.ActorCriticConfig, seed: int = 0,
   return policy, (numpy_policy.lstm_state_spec(lstm_size) if lstm_size
                   else None)
 
+
 class EvalActor(core.Actor):
   """Acts in one environment with the learner's latest weights."""
 

@@ -170,14 +170,15 @@ class NumpyPolicy:
     return (action.astype(np.int32), log_prob.astype(np.float32),
             value.astype(np.float32))
 
-  def _sample(self, log_probs: np.ndarray,
+  def _sample(self, logits: np.ndarray,
               uniform: Optional[np.ndarray] = None) -> np.ndarray:
-    """Greedy, or inverse-CDF draws (from `uniform` [N] if given)."""
+    """Greedy, or inverse-CDF draws (from `uniform` [N] if given), of
+    `logits` (or log-probabilities) `[N, A]`."""
     if self._greedy:
-      return log_probs.argmax(axis=-1)
+      return logits.argmax(axis=-1)
     if uniform is None:
-      uniform = self._rng.random(len(log_probs))
-    return sample_from_uniform(log_probs, uniform)
+      uniform = self._rng.random(len(logits))
+    return sample_from_uniform(logits, uniform)
 
   # --- core.Policy (feedforward: no state), for `BatchedActor` ------------
 
@@ -249,7 +250,7 @@ class LogitsPolicy(NumpyPolicy):
       keep = ~np.asarray(first, bool)[:, None]
       state = LSTMState(hidden=state.hidden * keep, cell=state.cell * keep)
     logits, _, next_state = self._evaluate(observation, state)
-    action = self._sample(_log_softmax(logits.astype(np.float64)), uniform)
+    action = self._sample(logits, uniform)
     return (action.astype(np.int32), {'logits': logits},
             next_state if self._lstm_size else state)
 
@@ -281,8 +282,3 @@ class EvalActor(core.Actor):
       self._policy.set_weights(self._client.params)
       self._version = self._client.version
 
-
-def make_eval_actor(variable_source: Any, greedy: bool = True,
-                    seed: int = 0) -> EvalActor:
-  """The monitor's evaluation actor (use with functools.partial)."""
-  return EvalActor(variable_source, greedy=greedy, seed=seed)

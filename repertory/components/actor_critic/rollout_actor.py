@@ -22,8 +22,8 @@ class RolloutActor(BatchedActor):
 
   Args:
     actor_id: this actor's index (recorded in its items, named in logs).
-    config: the agent's Config (`unroll_length`, `hidden_sizes`, and
-      `network` if it has one: see `mlp_policy.make_network`).
+    config: the agent's Config (`unroll_length`; the network's shapes come
+      with the learner's weights).
     env: environment spec for `repertory.environments`.
     envs_per_actor: environments stepped per policy call.
     seed: seed of the first environment (the others follow) and of the

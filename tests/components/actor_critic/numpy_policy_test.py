@@ -109,7 +109,7 @@ def test_evaluation_actors_take_the_networks_greedy_actions():
   observations = np.random.default_rng(1).normal(size=(20, 4)).astype(
       np.float32)
   for network, actor in [
-      (_network('separate_tanh', FLOAT_OBS), numpy_policy.make_eval_actor),
+      (_network('separate_tanh', FLOAT_OBS), numpy_policy.EvalActor),
       (actor_critic_nets.make_network(config, FLOAT_OBS, ACTIONS),
        lambda source: acting.make_eval_actor(config, spec, source))]:
     store = variables.VariableStore(
