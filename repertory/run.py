@@ -103,6 +103,11 @@ _SHARE_PROCESSES = flags.DEFINE_bool(
     "evaluator nodes in the learner's process (with --restart_learner: the "
     "counter and evaluator in the monitor's), instead of one process each; "
     'see docs/performance.md.')
+_ACTOR_PROCESSES = flags.DEFINE_integer(
+    'actor_processes', 0, 'local_mp: run the actors in at most this many '
+    'processes, as threads of them (0: one process per CPU core beyond '
+    "the first, which the learner's process keeps; with "
+    '--noshare_processes, one per actor); see docs/performance.md.')
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
@@ -112,7 +117,7 @@ flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
                 'seeds', 'grid', 'sweep_concurrency', 'selfplay',
-                'share_processes',
+                'share_processes', 'actor_processes',
                 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
 # Groups whose nodes are restarted after a crash (when the program has them).
@@ -232,6 +237,9 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   if _SHARE_PROCESSES.value and experiment.launch_type in ('local_mp',
                                                            'test_mp'):
     share_processes(program, restart_learner=_RESTART_LEARNER.value)
+  if experiment.launch_type in ('local_mp', 'test_mp') and (
+      _SHARE_PROCESSES.value or _ACTOR_PROCESSES.value):
+    program.spread_group('actor', actor_processes(_ACTOR_PROCESSES.value))
   return config, experiment, program
 
 
@@ -255,10 +263,25 @@ def share_processes(program: Any, restart_learner: bool = False) -> None:
                           if restart_learner else SHARED_PROCESSES))
 
 
+def actor_processes(requested: int, cores: Optional[int] = None) -> int:
+  """How many processes local_mp's actors run in: `requested`, or for 0
+  one per core beyond the first (at least one). Actors that only step
+  environments and write to Reverb are light on memory but not on CPU: on
+  2 cores, two actor processes beside the learner's take CPU from each
+  other and from the learner while each costs a Python interpreter."""
+  if requested:
+    return requested
+  return max(1, (cores or os.cpu_count() or 1) - 1)
+
+
 def main(argv: List[str],
          config_overrides: Optional[Dict[str, str]] = None) -> None:
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if _ACTOR_PROCESSES.value < 0:
+    sys.exit(f'repertory.run: error: --actor_processes='
+             f'{_ACTOR_PROCESSES.value} must be >= 0 (0: one per CPU core '
+             'beyond the first).')
   if _MAX_RESTARTS.value < 0:
     sys.exit(f'repertory.run: error: --max_restarts={_MAX_RESTARTS.value} '
              'must be >= 0.')
@@ -268,7 +291,9 @@ def main(argv: List[str],
   saved = {'agent': dataclasses.asdict(config),
            'experiment': dataclasses.asdict(experiment)}
   try:  # The run directory's checks and attempts: see repertory/rundir.py.
-    for warning in rundir.preflight(experiment.logdir, saved):
+    actor_units = sum(u.label == 'actor' for u in program.units)
+    for warning in rundir.preflight(experiment.logdir, saved,
+                                    actor_processes=actor_units or None):
       print(f'repertory.run: warning: {warning}', file=sys.stderr, flush=True)
   except rundir.RunDirError as e:
     sys.exit(f'repertory.run: error: {e}')

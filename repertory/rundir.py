@@ -189,27 +189,40 @@ def check_budget(logdir: str, max_actor_steps: int) -> None:
 
 
 def oversubscription(num_actors: int, envs_per_actor: int, launch_type: str,
-                     cores: Optional[int] = None) -> Optional[str]:
+                     cores: Optional[int] = None,
+                     processes: Optional[int] = None) -> Optional[str]:
   """A warning if actors outnumber this machine's cores more than
-  `ACTORS_PER_CORE` times (local launch types only), naming what to do."""
+  `ACTORS_PER_CORE` times (local launch types only), naming what to do.
+  `processes`: how many processes local_mp's actors run in (default: one
+  each)."""
   cores = cores or os.cpu_count() or 1
   if launch_type not in ('local_mp', 'local_mt') or (
       num_actors <= ACTORS_PER_CORE * cores):
     return None
   envs = num_actors * envs_per_actor
-  kind = 'processes' if launch_type == 'local_mp' else 'threads'
+  processes = num_actors if processes is None else processes
+  if launch_type == 'local_mt':
+    kind = 'actor threads'
+  elif processes >= num_actors:
+    kind = 'actor processes'
+  else:
+    kind = (f'actors (threads of {processes} '
+            f'process{"" if processes == 1 else "es"})')
   advice = (f'step the same {envs} environments with fewer actors, e.g. '
             f'--num_actors={cores} --envs_per_actor={-(-envs // cores)}')
-  if launch_type == 'local_mp':
-    advice += ', or run the actors as threads of one process (--lp_launch_type=local_mt)'
-  return (f'--num_actors={num_actors} starts {num_actors} actor {kind} on '
+  if launch_type == 'local_mp' and processes > 1:
+    advice += (', or run the actors as threads of one process '
+               '(--actor_processes=1)')
+  return (f'--num_actors={num_actors} starts {num_actors} {kind} on '
           f'{cores} CPU cores (more than {ACTORS_PER_CORE} per core): they '
           f'will mostly wait for each other; {advice}.')
 
 
-def preflight(logdir: str, saved: Mapping[str, Any]) -> List[str]:
+def preflight(logdir: str, saved: Mapping[str, Any],
+              actor_processes: Optional[int] = None) -> List[str]:
   """Checks `logdir` for a run with settings `saved` ({'agent': ...,
-  'experiment': ...}) before anything starts; returns warnings.
+  'experiment': ...}) before anything starts; returns warnings
+  (`actor_processes`: as `oversubscription`).
 
   Raises:
     RunDirError: the directory cannot be used (one line naming the path).
@@ -221,7 +234,8 @@ def preflight(logdir: str, saved: Mapping[str, Any]) -> List[str]:
     check_checkpoints(logdir)
   warning = oversubscription(int(experiment['num_actors']),
                              int(experiment['envs_per_actor']),
-                             str(experiment['launch_type']))
+                             str(experiment['launch_type']),
+                             processes=actor_processes)
   return [warning] if warning else []
 
 

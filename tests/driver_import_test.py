@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from repertory import agents
+from repertory import run
 
 
 def _run_blocked(code: str, tmp_path) -> str:
@@ -72,8 +73,13 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
                     'seed': "['counter', 'evaluator', 'learner', 'learner', "
                             "'monitor', 'replay']"}[agent]
   assert f'UNIT learner/0 {learner_labels}' in out, out
-  assert "UNIT actor/0 ['actor']" in out, out
-  assert out.count('UNIT') == 3, out
+  # On this machine's cores: one actor process per core beyond the first.
+  processes = run.actor_processes(0)
+  if processes == 1:
+    assert "UNIT actor/0 ['actor', 'actor']" in out, out
+  else:
+    assert "UNIT actor/0 ['actor']" in out, out
+  assert out.count('UNIT') == 1 + min(processes, 2), out
 
 
 def test_share_processes_off_keeps_a_process_per_node(tmp_path):
@@ -84,10 +90,28 @@ def test_share_processes_off_keeps_a_process_per_node(tmp_path):
           "'evaluator/0', 'actor/0', 'actor/1']") in out, out
 
 
+@pytest.mark.parametrize('processes,units', [
+    (1, "[('actor/0', 3)]"),
+    (2, "[('actor/0', 2), ('actor/2', 1)]"),
+    (3, "[('actor/0', 1), ('actor/1', 1), ('actor/2', 1)]")])
+def test_actor_processes_spreads_the_actors(processes, units, tmp_path):
+  out = _build(tmp_path, 'ppo', '''
+      print('ACTORS', [(u.unit_id, len(u.nodes)) for u in program.units
+                       if u.label == 'actor'])
+  ''', '--num_actors=3', f'--actor_processes={processes}')
+  assert f'ACTORS {units}' in out, out
+
+
+def test_actor_processes_auto_is_one_per_core_beyond_the_first():
+  assert [run.actor_processes(0, cores=c) for c in (1, 2, 3, 16)] == [
+      1, 1, 2, 15]
+  assert run.actor_processes(4, cores=2) == 4
+
+
 def test_restart_learner_keeps_the_learner_and_replay_apart(tmp_path):
   out = _build(tmp_path, 'ppo', '''
       print('UNITS', [(u.unit_id, len(u.nodes)) for u in program.units])
-  ''', '--restart_learner')
+  ''', '--restart_learner', '--actor_processes=2')
   # The shared unit takes the place of the first of its units (counter/0).
   assert ("UNITS [('replay/0', 1), ('monitor/0', 3), ('learner/0', 1), "
           "('actor/0', 1), ('actor/1', 1)]") in out, out

@@ -130,10 +130,16 @@ def test_oversubscription_warns_with_the_alternatives():
   assert message.startswith('--num_actors=64 starts 64 actor processes on 2 '
                             'CPU cores')
   assert '--num_actors=2 --envs_per_actor=256' in message
-  assert '--lp_launch_type=local_mt' in message
+  assert '--actor_processes=1' in message
   assert '--envs_per_actor=256' in rundir.oversubscription(
       64, 8, 'local_mt', cores=2)
   assert rundir.oversubscription(8, 8, 'local_mp', cores=2) is None
+  shared = rundir.oversubscription(64, 8, 'local_mp', cores=2, processes=1)
+  assert shared.startswith('--num_actors=64 starts 64 actors (threads of 1 '
+                           'process) on 2 CPU cores'), shared
+  assert '--actor_processes' not in shared
+  assert '--actor_processes=1' in rundir.oversubscription(
+      64, 8, 'local_mp', cores=2, processes=4)
   assert rundir.oversubscription(64, 8, 'ray', cores=2) is None
 
 

@@ -171,6 +171,37 @@ class Program:
         key=lambda u: order[u.label])
     if len(chosen) < 2:
       return None
+    return self._merge(chosen)
+
+  def spread_group(self, label: str, processes: int) -> List[str]:
+    """Runs the nodes of group `label` in at most `processes` processes.
+
+    In local_mp / ray, consecutive units of the group become one unit (as
+    `share_process` makes them): e.g. 5 actors in 2 processes run as
+    actors 0-2 and 3-4, each node in its own thread, one log file per
+    process (named after its first node). A group with at most `processes`
+    units, and the nodes of a MultiProcessingColocation, are left as they
+    are. Returns the group's unit ids.
+    """
+    self._check_label(label)
+    if not isinstance(processes, int) or processes < 1:
+      raise ValueError(f'processes={processes!r} must be an int >= 1.')
+    units = [u for u in self._units
+             if u.label == label and u.colocate_with is None and
+             not any(v.colocate_with == u.unit_id for v in self._units)]
+    if len(units) > processes:
+      size, extra = divmod(len(units), processes)
+      start = 0
+      for i in range(processes):
+        end = start + size + (1 if i < extra else 0)
+        if end - start > 1:
+          self._merge(units[start:end])
+        start = end
+    return [u.unit_id for u in self._units if u.label == label]
+
+  def _merge(self, chosen: List[Unit]) -> str:
+    """Makes the units `chosen` one unit, named after the first, in the
+    place of the first of them; returns its id."""
     first = chosen[0]
     shared = Unit(first.unit_id, first.label,
                   [n for u in chosen for n in u.nodes])

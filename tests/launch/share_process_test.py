@@ -116,3 +116,27 @@ def test_local_mp_runs_shared_nodes_in_one_process_and_restarts_a_thread(
   assert logs == ['separate_0.log', 'server_0.log', 'stopper_0.log']
   assert 'restarting it (1 of max_restarts=1)' in (
       tmp_path / 'logs' / 'server_0.log').read_text()
+
+
+def test_spread_group_runs_consecutive_units_in_at_most_n_processes():
+  program = launch.Program('spread')
+  with program.group('learner'):
+    program.add_node(launch.CourierNode(Server))
+  with program.group('actor'):
+    handles = [program.add_node(launch.CourierNode(Server))
+               for _ in range(5)]
+    program.add_node(launch.MultiProcessingColocation(
+        [launch.CourierNode(Server), launch.CourierNode(Server)]))
+  assert program.spread_group('actor', 2) == [
+      'actor/0', 'actor/3', 'actor/5.0', 'actor/5.1']
+  units = {u.unit_id: [n.node_id for n in u.nodes] for u in program.units}
+  assert units == {'learner/0': ['learner/0'],
+                   'actor/0': ['actor/0', 'actor/1', 'actor/2'],
+                   'actor/3': ['actor/3', 'actor/4'],
+                   'actor/5.0': ['actor/5.0'], 'actor/5.1': ['actor/5.1']}
+  assert [h._unit_id for h in handles] == [  # pylint: disable=protected-access
+      'actor/0', 'actor/0', 'actor/0', 'actor/3', 'actor/3']
+  assert program.spread_group('actor', 8) == [
+      'actor/0', 'actor/3', 'actor/5.0', 'actor/5.1']
+  with pytest.raises(ValueError, match='processes=0 must be an int >= 1'):
+    program.spread_group('actor', 0)
