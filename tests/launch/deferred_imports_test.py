@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from repertory.launch import deferred_imports
 
 
@@ -88,3 +90,75 @@ def test_threads_that_use_it_while_its_code_runs_wait_for_it(tmp_path):
       print(seen)
       """)
   assert out == '[42, 42, 42, 42]'
+
+
+def test_submodules_imported_while_their_package_waits_load_in_its_order(
+    tmp_path):
+  # A package whose __init__ must run before its submodules (as Keras'):
+  # `pkg.core` reads a name that only `pkg/__init__.py` sets.
+  package = tmp_path / 'pkg'
+  package.mkdir()
+  (package / '__init__.py').write_text(textwrap.dedent('''
+      ORDER = ['pkg']
+      from pkg import core
+      '''))
+  (package / 'core.py').write_text(textwrap.dedent('''
+      import pkg
+      pkg.ORDER.append('pkg.core')
+      from pkg import extra
+      '''))
+  (package / 'extra.py').write_text("VALUE = 7\n")
+  out = _run(f"""
+      import importlib, sys
+      sys.path.insert(0, {str(tmp_path)!r})
+      from repertory.launch import deferred_imports
+      deferred_imports.defer(('pkg',))
+      importlib.import_module('pkg.core')    # as TensorFlow imports Keras
+      import pkg.extra
+      print(sorted(n for n in sys.modules if n.startswith('pkg')),
+            [type(sys.modules[n]).__name__ for n in ('pkg', 'pkg.core')])
+      print(pkg.ORDER, pkg.extra.VALUE)      # first use: the package's order
+      print(sys.modules['pkg.core'] is pkg.core, pkg.core.extra.VALUE)
+      """)
+  assert out.splitlines() == [
+      "['pkg', 'pkg.core', 'pkg.extra'] ['_DeferredModule', '_DeferredModule']",
+      "['pkg', 'pkg.core'] 7",
+      'True 7']
+
+
+def test_a_deferred_submodule_used_first_loads_its_package_first(tmp_path):
+  package = tmp_path / 'pkg2'
+  package.mkdir()
+  (package / '__init__.py').write_text("READY = True\nfrom pkg2 import core\n")
+  (package / 'core.py').write_text(
+      "import pkg2\nassert pkg2.READY\nVALUE = 3\n")
+  out = _run(f"""
+      import importlib, sys
+      sys.path.insert(0, {str(tmp_path)!r})
+      from repertory.launch import deferred_imports
+      deferred_imports.defer(('pkg2',))
+      core = importlib.import_module('pkg2.core')
+      print(core.VALUE, type(sys.modules['pkg2']).__name__)
+      """)
+  assert out == '3 module'
+
+
+def test_tensorflow_without_keras_until_tf_keras_is_used():
+  assert 'keras' in deferred_imports.DEFAULT
+  out = _run("""
+      import sys
+      from repertory.launch import deferred_imports
+      deferred_imports.defer()
+      import tensorflow as tf
+      print(type(sys.modules['keras']).__name__,
+            'keras.src.engine' in sys.modules, 'pandas' in sys.modules)
+      print(float(tf.function(lambda x: x * 2)(tf.constant(2.0))))
+      print(tf.keras.layers.Dense(3)(tf.ones([1, 2])).shape)
+      """)
+  assert out.splitlines()[-3:] == ['_DeferredModule False False', '4.0',
+                                   '(1, 3)']
+
+
+def test_a_submodule_name_is_refused():
+  with pytest.raises(ValueError, match=r"top-level modules .*\['keras.src'\]"):
+    deferred_imports.defer(('keras.src',))
