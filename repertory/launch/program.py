@@ -25,11 +25,16 @@ class Unit:
     colocate_with: for the 2nd+ processes of a MultiProcessingColocation, the
       unit id of the first one (placed on the same machine, no resources of
       its own).
+    restarts_in_thread: a node of the unit's own group that raises is
+      rebuilt in its thread, as a node of another group is (`spread_group`:
+      the other nodes of the process keep running); the process restarts
+      only when it dies.
   """
   unit_id: str
   label: str
   nodes: List[nodes_lib.Node]
   colocate_with: Optional[str] = None
+  restarts_in_thread: bool = False
 
 
 class Program:
@@ -179,9 +184,12 @@ class Program:
     In local_mp / ray, consecutive units of the group become one unit (as
     `share_process` makes them): e.g. 5 actors in 2 processes run as
     actors 0-2 and 3-4, each node in its own thread, one log file per
-    process (named after its first node). A group with at most `processes`
-    units, and the nodes of a MultiProcessingColocation, are left as they
-    are. Returns the group's unit ids.
+    process (named after its first node). A node that raises is restarted
+    in its thread (its group's `max_restarts`) while the others of its
+    process keep running; a process that dies restarts with all its nodes.
+    A group with at most `processes` units, and the nodes of a
+    MultiProcessingColocation, are left as they are. Returns the group's
+    unit ids.
     """
     self._check_label(label)
     if not isinstance(processes, int) or processes < 1:
@@ -195,16 +203,18 @@ class Program:
       for i in range(processes):
         end = start + size + (1 if i < extra else 0)
         if end - start > 1:
-          self._merge(units[start:end])
+          self._merge(units[start:end], restarts_in_thread=True)
         start = end
     return [u.unit_id for u in self._units if u.label == label]
 
-  def _merge(self, chosen: List[Unit]) -> str:
+  def _merge(self, chosen: List[Unit], restarts_in_thread: bool = False
+             ) -> str:
     """Makes the units `chosen` one unit, named after the first, in the
     place of the first of them; returns its id."""
     first = chosen[0]
     shared = Unit(first.unit_id, first.label,
-                  [n for u in chosen for n in u.nodes])
+                  [n for u in chosen for n in u.nodes],
+                  restarts_in_thread=restarts_in_thread)
     for unit in chosen[1:]:
       for handle in self._unit_handles.pop(unit.unit_id, []):
         handle._unit_id = first.unit_id  # pylint: disable=protected-access

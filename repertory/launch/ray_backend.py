@@ -181,8 +181,9 @@ class RayNodeRuntime(context.Runtime):
     self.host_ip = (_LOOPBACK if spec['launch_type'] == 'local_mp' else
                     ray.util.get_node_ip_address())
     # Nodes that share a process with another group's (Program.
-    # share_process) are restarted in their thread, as the threads backend
-    # does; the process itself restarts as its own group says.
+    # share_process), or with their own group's (Program.spread_group), are
+    # restarted in their thread, as the threads backend does; the process
+    # itself restarts as its own group says.
     self.host = hosting.NodeHost(
         self, nodes, host_ip=self.host_ip,
         on_error=self._on_event, on_finished=self._on_event,
@@ -508,7 +509,8 @@ class RayLauncher:
           'authkey': self._runtime.authkey,
           'thread_restarts': {
               n.label: self._max_restarts[n.label] for n in unit.nodes
-              if n.label != unit.label and self._max_restarts.get(n.label)},
+              if (n.label != unit.label or unit.restarts_in_thread) and
+              self._max_restarts.get(n.label)},
       }
       options = self._actor_options(unit)
       actor = actor_class.options(**options).remote(spec)
@@ -608,7 +610,9 @@ class RayLauncher:
                 label, node_id, tb, errors.loads_or_none(exception),
                 self._logfile(self._unit_of(node_id)), phase)
             old_pid = self._pid_of(unit_id)
-            if self._restart(unit_id, error, kill=True):
+            if self._restarted_in_thread(unit_id, label):
+              self._fail(error)  # Its restarts in the thread are spent.
+            elif self._restart(unit_id, error, kill=True):
               awaiting[unit_id] = old_pid
               started.discard(unit_id)
             else:
@@ -642,6 +646,12 @@ class RayLauncher:
                    self._stop_reason)
       self._teardown_actors()
       self._done.set()
+
+  def _restarted_in_thread(self, unit_id: str, label: str) -> bool:
+    """Whether a failed node of group `label` in unit `unit_id` was
+    restarted in its thread (not by restarting the process)."""
+    unit = next(u for u in self.program.units if u.unit_id == unit_id)
+    return unit.restarts_in_thread and label == unit.label
 
   def _pid_of(self, unit_id: str) -> Optional[int]:
     """The process id the unit's latest start() reported, if it answered."""

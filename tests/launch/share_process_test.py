@@ -140,3 +140,33 @@ def test_spread_group_runs_consecutive_units_in_at_most_n_processes():
       'actor/0', 'actor/3', 'actor/5.0', 'actor/5.1']
   with pytest.raises(ValueError, match='processes=0 must be an int >= 1'):
     program.spread_group('actor', 0)
+
+
+def _record_start(path: str) -> None:
+  """Appends this process's pid to `path`, then serves until the stop."""
+  with open(path, 'a') as f:
+    f.write(f'{os.getpid()}\n')
+  launch.wait_for_stop()
+
+
+def test_local_mp_restarts_a_spread_node_in_its_thread(tmp_path):
+  program = launch.Program('spread')
+  with program.group('worker'):
+    program.add_node(launch.PyNode(_record_start, str(tmp_path / 'steady')))
+    program.add_node(launch.PyNode(_fail_once, str(tmp_path / 'marker')))
+  with program.group('stopper'):
+    program.add_node(launch.PyNode(
+        _stop_when_written, str(tmp_path / 'steady'),
+        str(tmp_path / 'marker.again')))
+  assert program.spread_group('worker', 1) == ['worker/0']
+  launched = launch.launch(program, launch_type='local_mp',
+                           logdir=str(tmp_path / 'logs'),
+                           termination_notice_secs=5,
+                           max_restarts={'worker': 1})
+  assert not launched.is_running()
+  assert launched.error is None, launched.error
+  assert (tmp_path / 'marker.again').exists()  # Failed once, ran again.
+  # The other worker of the process was neither restarted nor moved.
+  assert len((tmp_path / 'steady').read_text().split()) == 1
+  log = (tmp_path / 'logs' / 'worker_0.log').read_text()
+  assert 'restarting it (1 of max_restarts=1)' in log
