@@ -26,39 +26,17 @@ Integer observations are scaled to [0, 1] (divided by 255), as the torsos
 do.
 """
 
-import re
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from repertory import core
+from repertory.components import numpy_mlp
 from repertory.components import variables
 
 # The variable group actors fetch from the learner (as `mlp_policy.POLICY`
 # and `networks.POLICY`, whose modules import TensorFlow).
 POLICY = 'policy'
-
-_Layer = Tuple[np.ndarray, np.ndarray]
-_INDEXED = re.compile(r'(.+)/(\d+)/w')
-
-
-def _layers(weights: Mapping[str, np.ndarray], prefix: str) -> List[_Layer]:
-  """The `(w, b)` of `<prefix>/<i>/w` for i = 0, 1, ..., in order."""
-  found = sorted((int(m.group(2)), name) for name in weights
-                 if (m := _INDEXED.fullmatch(name)) and m.group(1) == prefix)
-  return [(np.asarray(weights[name], np.float32),
-           np.asarray(weights[name[:-1] + 'b'], np.float32))
-          for _, name in found]
-
-
-def _mlp(x: np.ndarray, layers: List[_Layer], activation,
-         activate_final: bool) -> np.ndarray:
-  for i, (w, b) in enumerate(layers):
-    x = x @ w + b
-    if activate_final or i < len(layers) - 1:
-      x = activation(x)
-  return x
-
 
 def sample_from_uniform(logits: np.ndarray, uniform: np.ndarray
                         ) -> np.ndarray:
@@ -72,9 +50,6 @@ def sample_from_uniform(logits: np.ndarray, uniform: np.ndarray
   return np.minimum(below.sum(axis=-1), logits.shape[-1] - 1).astype(np.int32)
 
 
-ACTIVATIONS = {'relu': lambda x: np.maximum(x, 0.0), 'tanh': np.tanh}
-
-
 class NumpyPolicy:
   """The acting step of a policy-value network over the learner's weights,
   in numpy (`act`, and `step` for `BatchedActor`).
@@ -86,10 +61,10 @@ class NumpyPolicy:
 
   def __init__(self, greedy: bool = False, seed: int = 0,
                activation: str = 'relu'):
-    if activation not in ACTIVATIONS:
+    if activation not in numpy_mlp.ACTIVATIONS:
       raise ValueError(f'NumpyPolicy: activation={activation!r}; choose one '
-                       f'of {", ".join(ACTIVATIONS)}.')
-    self._activation = ACTIVATIONS[activation]
+                       f'of {", ".join(numpy_mlp.ACTIVATIONS)}.')
+    self._activation = numpy_mlp.ACTIVATIONS[activation]
     self._greedy = greedy
     self._rng = np.random.default_rng(seed)
     self._weights: Optional[Dict[str, np.ndarray]] = None
@@ -102,8 +77,8 @@ class NumpyPolicy:
       ValueError: naming the weights, if they are of no such network.
     """
     weights = dict(weights)
-    torso = _layers(weights, 'torso/mlp/layers')
-    value_torso = _layers(weights, 'value_torso/mlp/layers')
+    torso = numpy_mlp.layers(weights, 'torso/mlp/layers')
+    value_torso = numpy_mlp.layers(weights, 'value_torso/mlp/layers')
     if torso and 'head/policy/w' in weights and 'head/value/w' in weights:
       head = {k: (np.asarray(weights[f'head/{k}/w'], np.float32),
                   np.asarray(weights[f'head/{k}/b'], np.float32))
@@ -115,28 +90,31 @@ class NumpyPolicy:
       activation = self._activation
 
       def torso_and_head(x, state):
-        embedding = _mlp(x, torso, activation, activate_final=True)
+        embedding = numpy_mlp.apply(x, torso, activation, activate_final=True)
         if lstm is not None:
           if state is None:
             raise ValueError('NumpyPolicy: an LSTM network needs its state: '
                              'act with LogitsPolicy.step.')
           state = _lstm_step(embedding, state, *lstm)
           embedding = state.hidden
-        value_embedding = (_mlp(x, value_torso, activation, True)
-                           if value_torso else embedding)
+        value_embedding = (
+            numpy_mlp.apply(x, value_torso, activation, activate_final=True)
+            if value_torso else embedding)
         return (embedding @ head['policy'][0] + head['policy'][1],
                 value_embedding @ head['value'][0] + head['value'][1], state)
       self._forward = torso_and_head
     else:
-      policy = _layers(weights, 'policy/layers')
-      value = _layers(weights, 'value/layers')
+      policy = numpy_mlp.layers(weights, 'policy/layers')
+      value = numpy_mlp.layers(weights, 'value/layers')
       if not policy or not value:
         raise ValueError(
             'NumpyPolicy: the weights are of neither a torso/head network '
             '(with or without an LSTM core) nor a separate policy/value '
             f'MLP; got {sorted(weights)}.')
-      self._forward = lambda x, state: (_mlp(x, policy, np.tanh, False),
-                                        _mlp(x, value, np.tanh, False), state)
+      tanh = numpy_mlp.ACTIVATIONS['tanh']
+      self._forward = lambda x, state: (
+          numpy_mlp.apply(x, policy, tanh, activate_final=False),
+          numpy_mlp.apply(x, value, tanh, activate_final=False), state)
     self._weights = weights
 
   def get_weights(self) -> Dict[str, np.ndarray]:

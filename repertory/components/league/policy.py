@@ -16,12 +16,11 @@ applied:
 self-play: the server plays the learner and every opponent snapshot).
 """
 
-import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-_LAYER = re.compile(r'torso/mlp/layers/(\d+)/w')
+from repertory.components import numpy_mlp
 NEG_INF = -1e9
 
 
@@ -70,16 +69,11 @@ class MLPPolicy:
       raise ValueError('MLPPolicy plays MLP weights; these have an LSTM core '
                        "('core/lstm/...'): play them with "
                        'actor_critic.lstm_policy.LSTMPolicy.')
-    layers = sorted((int(m.group(1)), name) for name in weights
-                    if (m := _LAYER.fullmatch(name)))
-    if not layers or 'head/policy/w' not in weights:
+    self._layers = numpy_mlp.layers(weights, 'torso/mlp/layers')
+    if not self._layers or 'head/policy/w' not in weights:
       raise ValueError(
           'MLPPolicy needs the weights of PolicyValueNetwork(MLPTorso(...), '
           f'num_actions); got names {sorted(weights)}.')
-    self._layers = [
-        (np.asarray(weights[name], np.float32),
-         np.asarray(weights[name[:-1] + 'b'], np.float32))
-        for _, name in layers]
     self._policy = (np.asarray(weights['head/policy/w'], np.float32),
                     np.asarray(weights['head/policy/b'], np.float32))
     self._value = None  # Optional: acting needs the policy only.
@@ -92,8 +86,8 @@ class MLPPolicy:
     """`[B, *obs]` -> (logits `[B, A]`, values `[B]` or None), unmasked."""
     x = np.asarray(observations, np.float32)
     x = x.reshape(x.shape[0], -1)
-    for w, b in self._layers:
-      x = np.maximum(x @ w + b, 0.0)  # MLPTorso: relu, activate_final.
+    x = numpy_mlp.apply(x, self._layers, numpy_mlp.ACTIVATIONS['relu'],
+                        activate_final=True)  # As MLPTorso.
     logits = x @ self._policy[0] + self._policy[1]
     if self._value is None:
       return logits, None

@@ -1,0 +1,45 @@
+"""MLPs of a learner's weights, evaluated in numpy (no TensorFlow).
+
+An actor's network is a few small matrix products per step; these read the
+weights as `networks.get_variables` names them and apply them:
+
+    torso = numpy_mlp.layers(weights, 'torso/mlp/layers')   # [(w, b), ...]
+    x = numpy_mlp.apply(x, torso, numpy_mlp.ACTIVATIONS['relu'],
+                        activate_final=True)
+
+Used by `actor_critic.numpy_policy` (PPO's, A3C's and IMPALA's actors) and
+`league.MLPPolicy` (self-play opponents).
+"""
+
+import re
+from typing import Callable, Dict, List, Mapping, Tuple
+
+import numpy as np
+
+Layer = Tuple[np.ndarray, np.ndarray]
+_INDEXED = re.compile(r'(.+)/(\d+)/w')
+
+ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    'relu': lambda x: np.maximum(x, 0.0), 'tanh': np.tanh}
+
+
+def layers(weights: Mapping[str, np.ndarray], prefix: str) -> List[Layer]:
+  """The float32 `(w, b)` of `<prefix>/<i>/w` and `<prefix>/<i>/b` for
+  i = 0, 1, ..., in order of i ([] if there are none)."""
+  found = sorted((int(m.group(2)), name) for name in weights
+                 if (m := _INDEXED.fullmatch(name)) and m.group(1) == prefix)
+  return [(np.asarray(weights[name], np.float32),
+           np.asarray(weights[name[:-1] + 'b'], np.float32))
+          for _, name in found]
+
+
+def apply(x: np.ndarray, mlp_layers: List[Layer],
+          activation: Callable[[np.ndarray], np.ndarray],
+          activate_final: bool) -> np.ndarray:
+  """`x @ w + b` for each layer, `activation` after each but the last (and
+  after the last too with `activate_final`)."""
+  for i, (w, b) in enumerate(mlp_layers):
+    x = x @ w + b
+    if activate_final or i < len(mlp_layers) - 1:
+      x = activation(x)
+  return x
