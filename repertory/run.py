@@ -107,7 +107,8 @@ _ACTOR_PROCESSES = flags.DEFINE_integer(
     'actor_processes', 0, 'local_mp: run the actors in at most this many '
     'processes, as threads of them (0: one process per CPU core beyond '
     "the first, which the learner's process keeps; with "
-    '--noshare_processes, one per actor); see docs/performance.md.')
+    '--noshare_processes, one per actor); ray: the same when set (0: one '
+    'per actor); see docs/performance.md.')
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
@@ -240,6 +241,8 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   if experiment.launch_type in ('local_mp', 'test_mp') and (
       _SHARE_PROCESSES.value or _ACTOR_PROCESSES.value):
     program.spread_group('actor', actor_processes(_ACTOR_PROCESSES.value))
+  elif experiment.launch_type == 'ray' and _ACTOR_PROCESSES.value:
+    program.spread_group('actor', _ACTOR_PROCESSES.value)
   return config, experiment, program
 
 
