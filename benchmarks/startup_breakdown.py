@@ -17,8 +17,9 @@ first `learner.csv` row (its first update) appears, records:
   built) and `[repertory.launch] ...` (after `ray.init`);
 - for every process of the tree: when it appeared, its node (the log file
   its stdout goes to, `<logdir>/nodes/<unit>.log`, or its command), whether
-  TensorFlow is loaded in it (`libtensorflow_framework` mapped: the time it
-  was first seen is when its import began), and its CPU
+  TensorFlow's Python is loaded in it (`_pywrap_tensorflow_internal.so`
+  mapped, soon after its import began; Reverb's C++ client in an actor
+  maps only TensorFlow's framework library), and its CPU
   seconds when the first update happened;
 - when each node's log file was created (the node's construction starts).
 
@@ -127,7 +128,7 @@ def _label(process: psutil.Process, logdir: str) -> str:
 def _has_tensorflow(pid: int) -> bool:
   try:
     with open(f'/proc/{pid}/maps') as f:
-      return 'libtensorflow_framework' in f.read()
+      return '_pywrap_tensorflow_internal' in f.read()
   except OSError:
     return False
 
