@@ -27,11 +27,17 @@ plain `ray.init`.
 
 `REPERTORY_FULL_RAY=1` starts every process `ray.init` starts (e.g. to
 use Ray's state API or `ray status` on a local_mp program).
+
+`ray.init` then waits for the raylet to register with the GCS through
+`services.get_node`, whose first miss costs about a second before it asks
+again; `start()` first watches Ray's node table every 20 ms, so that the
+call finds the node at once (on either Ray, the lean or the full start).
 """
 
 import contextlib
 import logging as std_logging
 import os
+import time
 from typing import Any, Iterator, Mapping
 
 from absl import logging
@@ -81,6 +87,49 @@ def _without_unused_processes(forward_output: bool) -> Iterator[None]:
     node_class.start_api_server = original_api_server
 
 
+# How often start() looks for the raylet in Ray's node table.
+_NODE_POLL_S = 0.02
+# After this, the look is left to Ray's own wait.
+_NODE_WAIT_S = 30.0
+
+
+@contextlib.contextmanager
+def _node_found_early() -> Iterator[None]:
+  """During the block, Ray's `services.get_node(gcs_address, node_id)`
+  first polls the GCS's node table until the node is there."""
+  try:
+    from ray._private import services  # pylint: disable=g-import-not-at-top
+    from ray._private import state  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    services = state = None
+  if (not hasattr(services, 'get_node') or
+      not hasattr(services, '_get_gcs_client_options') or
+      not hasattr(state, 'GlobalState')):
+    yield
+    return
+  original_get_node = services.get_node
+
+  def get_node(gcs_address, node_id):
+    try:
+      table = state.GlobalState()
+      table._initialize_global_state(  # pylint: disable=protected-access
+          services._get_gcs_client_options(gcs_address))  # pylint: disable=protected-access
+      deadline = time.monotonic() + _NODE_WAIT_S
+      while time.monotonic() < deadline:
+        if any(n.get('NodeID') == node_id for n in table.node_table()):
+          break
+        time.sleep(_NODE_POLL_S)
+    except Exception:  # pylint: disable=broad-except
+      pass  # Ray's own call below waits (or raises) as it would.
+    return original_get_node(gcs_address, node_id)
+
+  services.get_node = get_node
+  try:
+    yield
+  finally:
+    services.get_node = original_get_node
+
+
 def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
   """Starts a new local Ray instance listening on loopback and connects.
 
@@ -95,7 +144,7 @@ def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
     try:
       context = (_without_unused_processes(forward_output) if lean
                  else contextlib.nullcontext())
-      with context:
+      with context, _node_found_early():
         ray.init(address='local', _node_ip_address='127.0.0.1',
                  include_dashboard=False, logging_level=std_logging.WARNING,
                  log_to_driver=True, configure_logging=True,

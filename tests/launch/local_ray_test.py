@@ -162,3 +162,17 @@ def test_ray_init_is_left_as_it_was():
   with local_ray._without_unused_processes(False):  # pylint: disable=protected-access
     assert node_class.start_api_server is not before[1]
   assert (node_class.__init__, node_class.start_api_server) == before
+
+
+def test_get_node_polls_the_node_table_then_asks_ray(tmp_path):
+  services = ray._private.services  # pylint: disable=protected-access
+  original = services.get_node
+  with _running(tmp_path) as launched:
+    context = ray.get_runtime_context()
+    gcs_address, node_id = context.gcs_address, context.get_node_id()
+    with local_ray._node_found_early():  # pylint: disable=protected-access
+      assert services.get_node is not original
+      info = services.get_node(gcs_address, node_id)
+    assert services.get_node is original
+    assert info['node_manager_port'] > 0, info
+    _assert_gone(_finish(launched, tmp_path))
