@@ -29,9 +29,10 @@ plain `ray.init`.
 use Ray's state API or `ray status` on a local_mp program).
 
 `ray.init` then waits for the raylet to register with the GCS through
-`services.get_node`, whose first miss costs about a second before it asks
-again; `start()` first watches Ray's node table every 20 ms, so that the
-call finds the node at once (on either Ray, the lean or the full start).
+`services.get_node`, which after a first miss waits long before it asks
+again (BENCHMARKS.md); `start()` first watches Ray's node table every
+`_NODE_POLL_S`, so that the call finds the node at once (lean or full
+start alike).
 """
 
 import contextlib

@@ -169,11 +169,8 @@ class Program:
     for label in labels:
       self._check_label(label)
     order = {label: i for i, label in enumerate(labels)}
-    chosen = sorted(
-        (u for u in self._units
-         if u.label in order and u.colocate_with is None and
-         not any(v.colocate_with == u.unit_id for v in self._units)),
-        key=lambda u: order[u.label])
+    chosen = sorted((u for u in self._movable_units() if u.label in order),
+                    key=lambda u: order[u.label])
     if len(chosen) < 2:
       return None
     return self._merge(chosen)
@@ -194,9 +191,7 @@ class Program:
     self._check_label(label)
     if not isinstance(processes, int) or processes < 1:
       raise ValueError(f'processes={processes!r} must be an int >= 1.')
-    units = [u for u in self._units
-             if u.label == label and u.colocate_with is None and
-             not any(v.colocate_with == u.unit_id for v in self._units)]
+    units = [u for u in self._movable_units() if u.label == label]
     if len(units) > processes:
       size, extra = divmod(len(units), processes)
       start = 0
@@ -206,6 +201,13 @@ class Program:
           self._merge(units[start:end], restarts_in_thread=True)
         start = end
     return [u.unit_id for u in self._units if u.label == label]
+
+  def _movable_units(self) -> List[Unit]:
+    """The units that may share a process: not part of a
+    MultiProcessingColocation."""
+    return [u for u in self._units
+            if u.colocate_with is None and
+            not any(v.colocate_with == u.unit_id for v in self._units)]
 
   def _merge(self, chosen: List[Unit], restarts_in_thread: bool = False
              ) -> str:
