@@ -58,6 +58,10 @@ _LOCAL_SYSTEM_CONFIG = {
     # as soon as it is up, not once the launcher has connected: the first
     # nodes find a process ready (BENCHMARKS.md, lean helper's section).
     'enable_worker_prestart': True,
+    # ...and import this module (which a node's actor class unpickles from)
+    # while they wait for the launcher, not after it has asked for a node.
+    # Nothing heavier: a worker takes no node until its preload is done.
+    'preload_python_modules': ['repertory.launch.ray_backend'],
 }
 
 

@@ -1,7 +1,8 @@
 """Reusable learner-side pieces: the learner host every agent runs its
 algorithm in, finite-only updates, fault tolerance (resume, periodic and
-final checkpoints, rollback), minibatch epochs in one graph, leak-free
-results of a `tf.function` step and linear schedules."""
+final checkpoints, rollback), minibatch epochs in one graph, graphs
+optimised after their first calls, leak-free results of a `tf.function`
+step and linear schedules."""
 
 from repertory.components.learners.fault_tolerance import FaultTolerance
 from repertory.components.learners.finite import all_finite
@@ -10,6 +11,7 @@ from repertory.components.learners.finite import create_optimizer_state
 from repertory.components.learners.algorithm import Algorithm
 from repertory.components.learners.algorithm import Update
 from repertory.components.learners.epochs import MinibatchEpochs
+from repertory.components.learners.graph_options import OptimizedLater
 from repertory.components.learners.host import LearnerHost
 from repertory.components.learners.host_serving import ServingHost
 from repertory.components.learners.host_results import HostResults

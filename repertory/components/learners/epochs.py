@@ -18,12 +18,20 @@ with a bool 'applied' (False: a non-finite update that was skipped,
 the updates, 'updates' (their number), 'skipped' (not applied), and each
 metric of the first update as 'first/<name>' (taken before any update of
 the batch, e.g. PPO's KL, which is then ~0 at policy lag 0).
+
+The first `unoptimized_calls` calls run the loop's graph without Grappler,
+which instantiates it sooner, while a thread prepares the optimised graph
+with a call of no epochs, which updates nothing
+(`graph_options.OptimizedLater`): the learner's first update does not wait
+for the optimiser.
 """
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import tensorflow as tf
+
+from repertory.components.learners import graph_options
 
 
 class MinibatchEpochs:
@@ -37,20 +45,23 @@ class MinibatchEpochs:
     num_minibatches: parts of each shuffled pass.
     seed: of the host's shuffles.
     min_size: parts with fewer samples are left out (in every epoch).
+    unoptimized_calls: calls that run the graph unoptimised while the
+      optimised one is prepared in a thread (0: optimised from the first).
   """
 
   def __init__(self, step: Callable[..., Dict[str, tf.Tensor]],
                num_epochs: int, num_minibatches: int, seed: int = 0,
-               min_size: int = 1):
+               min_size: int = 1, unoptimized_calls: int = 10):
     self._step = step
     self._num_epochs, self._num_minibatches = num_epochs, num_minibatches
     self._min_size = min_size
     self._rng = np.random.RandomState(seed)
     index = lambda *shape: tf.TensorSpec(shape, tf.int32)
-    self._run = tf.function(
-        self._run_impl, autograph=False, input_signature=[
+    self._run = graph_options.OptimizedLater(
+        tf.function(self._run_impl, autograph=False, input_signature=[
             index(None, None), index(None), index(None),
-            *step.input_signature])
+            *step.input_signature]),
+        self._no_op_inputs, unoptimized_calls)
 
   def _run_impl(self, order, starts, ends, *arrays):
     """Every (epoch, part) pair in turn; returns (sums, first, skipped)."""
@@ -65,9 +76,13 @@ class MinibatchEpochs:
       values = tf.stack([tf.cast(metrics[k], tf.float32) for k in names])
       return values, tf.cast(tf.logical_not(metrics['applied']), tf.int32)
 
-    first, skipped = update(tf.constant(0))
+    total = tf.shape(order)[0] * parts
+    zeros = (tf.zeros([len(names)]), tf.constant(0))
+    # A call with no epochs updates nothing (`_instantiate_optimized`).
+    first, skipped = tf.cond(total > 0, lambda: update(tf.constant(0)),
+                             lambda: zeros)
     _, sums, skipped = tf.while_loop(
-        lambda i, *_: i < tf.shape(order)[0] * parts,
+        lambda i, *_: i < total,
         lambda i, sums, skipped: (i + 1,) + tuple(
             a + b for a, b in zip((sums, skipped), update(i))),
         (tf.constant(1), first, skipped))
@@ -91,3 +106,11 @@ class MinibatchEpochs:
     out.update({f'first/{k}': float(v) for k, v in first.items()})
     out.update(updates=updates, skipped=int(skipped))
     return out
+
+  def _no_op_inputs(self) -> Tuple[np.ndarray, ...]:
+    """No epochs: a call that instantiates the graph and updates nothing."""
+    empty = lambda spec: np.zeros([0] + [d or 0 for d in spec.shape[1:]],
+                                  spec.dtype.as_numpy_dtype)
+    return (np.zeros((0, 0), np.int32), np.zeros(1, np.int32),
+            np.zeros(1, np.int32),
+            *(empty(spec) for spec in self._step.input_signature))

@@ -94,3 +94,31 @@ def test_no_minibatch_large_enough_means_no_update():
   got = learners.MinibatchEpochs(step, 2, 4, min_size=2)(
       np.ones((3, 3), np.float32), np.ones(3, np.float32))
   assert got == {'updates': 0, 'skipped': 0}
+
+
+def test_same_updates_after_the_switch_to_the_optimized_graph():
+  """Calls on either side of `unoptimized_calls` update as the plain loop
+  (the no-op call that prepares the optimised graph changes nothing)."""
+  rng = np.random.RandomState(2)
+  x = rng.randn(20, 3).astype(np.float32)
+  y = rng.randn(20).astype(np.float32)
+  fused_weights, fused_step, _ = _model_and_step()
+  plain_weights, _, plain_step = _model_and_step()
+  epochs = learners.MinibatchEpochs(fused_step, 2, 2, seed=5,
+                                    unoptimized_calls=2)
+  reference_rng = np.random.RandomState(5)
+  for _ in range(4):
+    epochs(x, y)
+    for _ in range(2):
+      for part in np.array_split(reference_rng.permutation(20), 2):
+        plain_step(tf.constant(x[part]), tf.constant(y[part]))
+  np.testing.assert_allclose(fused_weights.numpy(), plain_weights.numpy(),
+                             rtol=1e-5)
+
+
+def test_the_no_op_call_updates_nothing():
+  weights, step, _ = _model_and_step()
+  epochs = learners.MinibatchEpochs(step, 3, 2, unoptimized_calls=0)
+  before = weights.numpy().copy()
+  epochs._run(*epochs._no_op_inputs())  # pylint: disable=protected-access
+  np.testing.assert_array_equal(weights.numpy(), before)
