@@ -14,7 +14,7 @@ Transition t -> t+1 is not real when step t+1 is FIRST (the batched
 environment reset there); those, and dropped unrolls, are masked out.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from absl import logging
 import sonnet as snt
@@ -61,7 +61,12 @@ class VTrace(learners.Algorithm):
     self._version = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._mirror = 0
     self._iterator, self._waited = None, 0
-    self._train_step = tf.function(self._train_step_fn, autograph=False)
+    self._element_spec = None
+    # Unoptimised until the optimised graph is ready (the learner is
+    # asynchronous: its updates depend on timing anyway).
+    self._train_step = learners.OptimizedLater(
+        tf.function(self._train_step_fn, autograph=False),
+        self._no_op_args, unoptimized_calls=None)
 
   def policy_variables(self) -> Dict[str, Any]:
     return {networks_lib.POLICY: networks.get_variables(self.network)}
@@ -103,6 +108,12 @@ class VTrace(learners.Algorithm):
       return tf.constant(True)
 
     tf.cond(sample.has_value(), on_batch, lambda: tf.constant(False))
+
+  def _no_op_args(self) -> Tuple[Any]:
+    """An iterator that yields nothing: the step finds no batch."""
+    spec = self._element_spec
+    return (iter(tf.data.Dataset.from_generator(lambda: iter(()),
+                                                output_signature=spec)),)
 
   def _no_update_metrics(self) -> Dict[str, tf.Tensor]:
     zeros = {k: tf.constant(0.0) for k in _METRICS}
@@ -157,6 +168,7 @@ class VTrace(learners.Algorithm):
   def step(self, version: int) -> Optional[learners.Update]:
     if self._iterator is None:
       self._iterator = iter(self._dataset())
+      self._element_spec = self._iterator.element_spec
     if version != self._mirror:  # Resumed or rolled back meanwhile.
       self._version.assign(version)
       self._mirror = version

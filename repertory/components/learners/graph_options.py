@@ -61,24 +61,26 @@ def unoptimized() -> Iterator[None]:
 class OptimizedLater:
   """A `tf.function` called unoptimised at first and optimised after.
 
-  The first `unoptimized_calls` calls run inside `unoptimized()`. After the
-  first, a thread calls `function(*no_op_args())`, arguments with which a
-  call changes nothing (an empty batch), so that TensorFlow instantiates
-  and optimises the graph in that thread; the call after the last
-  unoptimised one waits for it. The switch comes at the same call in every
-  run, so a seeded run's updates do not depend on timing.
+  The first calls run inside `unoptimized()`. After the first, a thread
+  calls `function(*no_op_args())`, arguments with which a call changes
+  nothing (an empty batch), so that TensorFlow instantiates and optimises
+  the graph in that thread.
 
   Args:
     function: a `tf.function` whose argument types do not change (one
       graph: the no-op call must reuse the traced graph).
     no_op_args: returns the arguments of the no-op call.
-    unoptimized_calls: 0 calls the optimised graph from the first call.
+    unoptimized_calls: how many calls run unoptimised; the next one waits
+      for the thread if it is not done. The switch then comes at the same
+      call in every run, so a seeded run's updates do not depend on timing.
+      0: the optimised graph from the first call. None: every call until
+      the thread is done (a switch that depends on timing).
   """
 
   def __init__(self, function: Callable[..., Any],
                no_op_args: Callable[[], Sequence[Any]],
-               unoptimized_calls: int):
-    if unoptimized_calls < 0:
+               unoptimized_calls: Optional[int]):
+    if unoptimized_calls is not None and unoptimized_calls < 0:
       raise ValueError(f'unoptimized_calls must be >= 0, got '
                        f'{unoptimized_calls}.')
     self._function = function
@@ -91,6 +93,8 @@ class OptimizedLater:
   @property
   def optimized(self) -> bool:
     """Whether the next call runs the optimised graph."""
+    if self._unoptimized_calls is None:
+      return self._calls > 0 and not self._thread.is_alive()
     return self._calls >= self._unoptimized_calls
 
   def __call__(self, *args: Any) -> Any:

@@ -1,9 +1,12 @@
 """The V-trace learner's `reward_scale`, `normalize_advantages` and
 `ppo_clip` against plain n-step returns and advantages written from the
-paper's notation."""
+paper's notation; its graph optimised after the first step."""
+
+import collections
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from repertory import experiment as experiment_lib
 from repertory.agents import impala
@@ -108,3 +111,31 @@ def test_ppo_clip_reaches_the_policy_loss_and_drops_stale_unrolls():
 def test_ppo_clip_must_be_positive_or_none(value):
   with pytest.raises(ValueError, match='ppo_clip must be > 0 or None'):
     impala.Config(ppo_clip=value)
+
+
+def test_the_graph_is_optimized_by_a_step_that_updates_nothing():
+  """The learner's first step runs unoptimised and hands the graph to a
+  thread, which calls it on an iterator that yields nothing: the same graph
+  (no second trace), no update, no results."""
+  sample = collections.namedtuple('Sample', ['data'])
+  config = impala.Config(hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, _ = _batch(algorithm.network, np.random.default_rng(4))
+  iterator = iter(tf.data.Dataset.from_tensors(sample(data)).repeat())
+  algorithm._iterator = iterator  # pylint: disable=protected-access
+  algorithm._element_spec = iterator.element_spec  # pylint: disable=protected-access
+  train_step = algorithm._train_step  # pylint: disable=protected-access
+
+  train_step(iterator)
+  after_first = [v.numpy() for v in algorithm.network.trainable_variables]
+  assert algorithm._results.take() is not None  # pylint: disable=protected-access
+  train_step._thread.join()  # pylint: disable=protected-access
+
+  assert train_step.optimized
+  assert train_step._function.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  for before, variable in zip(after_first,
+                              algorithm.network.trainable_variables):
+    np.testing.assert_array_equal(variable.numpy(), before)
+  assert algorithm._results.take() is None  # pylint: disable=protected-access
+  train_step(iterator)  # The optimised graph updates as the first did.
+  assert algorithm._results.take() is not None  # pylint: disable=protected-access

@@ -86,3 +86,16 @@ def test_a_failed_no_op_call_is_raised_at_the_switch():
 def test_negative_unoptimized_calls_refused():
   with pytest.raises(ValueError, match='unoptimized_calls must be >= 0'):
     graph_options.OptimizedLater(lambda: None, tuple, unoptimized_calls=-1)
+
+
+def test_none_switches_once_the_optimized_graph_is_ready():
+  function = _Recorded()
+  later = graph_options.OptimizedLater(function, lambda: (np.float32(0),),
+                                       unoptimized_calls=None)
+  later(np.float32(1))
+  later._thread.join()  # pylint: disable=protected-access
+  assert later.optimized
+  later(np.float32(1))
+  main = threading.current_thread().name
+  assert [off for t, off, _ in function.calls if t == main] == [True, False]
+  assert function.counter.numpy() == 2.0
