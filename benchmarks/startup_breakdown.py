@@ -228,12 +228,19 @@ def breakdown(run_args: List[str]) -> None:
       for pid, (label, pss) in _pss(root).items():
         if pss > pss_later.get(pid, ('', 0))[1]:
           pss_later[pid] = (label, pss)
+  ended_early = process.poll()  # Not stopped by us: it failed (or finished).
   process.terminate()
   try:
     process.wait(timeout=60)
   except subprocess.TimeoutExpired:
     os.killpg(process.pid, 9)
   print('  loadavg at end:  ', open('/proc/loadavg').read().strip())
+  if ended_early is not None:
+    print(f'  WARNING: the program ended by itself (exit code {ended_early}) '
+          'before it was stopped; its figures after that are not of a '
+          'running program. Its last lines:')
+    for _, line in lines[-5:]:
+      print(f'    {line[:160]}')
   print('  driver output (s from the command):')
   for t, line in lines:
     if line.startswith(('repertory:', '[repertory.launch]')):

@@ -94,7 +94,8 @@ class OptimizedLater:
   def optimized(self) -> bool:
     """Whether the next call runs the optimised graph."""
     if self._unoptimized_calls is None:
-      return self._calls > 0 and not self._thread.is_alive()
+      return self._calls > 0 and not (self._thread and
+                                      self._thread.is_alive())
     return self._calls >= self._unoptimized_calls
 
   def __call__(self, *args: Any) -> Any:

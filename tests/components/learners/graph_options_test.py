@@ -96,6 +96,8 @@ def test_none_switches_once_the_optimized_graph_is_ready():
   later._thread.join()  # pylint: disable=protected-access
   assert later.optimized
   later(np.float32(1))
+  later(np.float32(1))
   main = threading.current_thread().name
-  assert [off for t, off, _ in function.calls if t == main] == [True, False]
-  assert function.counter.numpy() == 2.0
+  assert [off for t, off, _ in function.calls if t == main] == [
+      True, False, False]
+  assert function.counter.numpy() == 3.0
