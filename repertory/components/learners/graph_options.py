@@ -91,6 +91,11 @@ class OptimizedLater:
     self._error: Optional[BaseException] = None
 
   @property
+  def function(self) -> Callable[..., Any]:
+    """The `tf.function` called."""
+    return self._function
+
+  @property
   def optimized(self) -> bool:
     """Whether the next call runs the optimised graph."""
     if self._unoptimized_calls is None:

@@ -144,7 +144,7 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   actor.run(num_steps=config.unroll_length)
   wait_for_size(client, 3)
   assert learner.step()['charts/policy_lag'] == 1.0
-  assert learner.algorithm._train_step.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  assert learner.algorithm._train_step.function.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
 
 
 def test_learning_rate_anneals_linearly_to_zero(catch_replay):

@@ -132,7 +132,7 @@ def test_the_graph_is_optimized_by_a_step_that_updates_nothing():
   train_step._thread.join()  # pylint: disable=protected-access
 
   assert train_step.optimized
-  assert train_step._function.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  assert train_step.function.experimental_get_tracing_count() == 1
   for before, variable in zip(after_first,
                               algorithm.network.trainable_variables):
     np.testing.assert_array_equal(variable.numpy(), before)
