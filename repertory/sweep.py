@@ -107,12 +107,12 @@ def _connect(address: Optional[str]) -> None:
   as `launch` does."""
   import ray  # pylint: disable=g-import-not-at-top
   from repertory.launch import ray_auth  # pylint: disable=g-import-not-at-top
-  from repertory.launch import ray_backend  # pylint: disable=g-import-not-at-top
+  from repertory.launch import local_ray  # pylint: disable=g-import-not-at-top
   if not ray.is_initialized():
     address = address or os.environ.get('RAY_ADDRESS') or 'auto'
     host = address.split('://')[-1].rsplit(':', 1)[0]
     if host in ('127.0.0.1', 'localhost'):  # A cluster on loopback.
-      with ray_backend._loopback_bootstrap():  # pylint: disable=protected-access
+      with local_ray.loopback_addresses():
         ray.init(address=address, _node_ip_address='127.0.0.1',
                  logging_level='WARNING')
     else:

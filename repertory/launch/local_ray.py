@@ -131,6 +131,31 @@ def _node_found_early() -> Iterator[None]:
     services.get_node = original_get_node
 
 
+@contextlib.contextmanager
+def loopback_addresses() -> Iterator[None]:
+  """During the block, Ray takes 127.0.0.1 for this machine's address.
+
+  Ray 2.x rewrites a loopback address to the machine's outward IP
+  (`services.resolve_ip_for_localhost`): `ray.init(_node_ip_address=
+  '127.0.0.1')` of a new instance would start the GCS and the raylet with
+  that IP, and Ray's gRPC servers bind every interface unless the node's
+  address is 127.0.0.1; `ray.init` of a cluster bound to 127.0.0.1 would
+  not reach it. With `ENABLE_RAY_CLUSTER` off (what Ray does on macOS and
+  Windows) it keeps 127.0.0.1. Only that flag is touched, only during the
+  block; the processes started then keep the address they were given.
+  """
+  from ray._private import ray_constants  # pylint: disable=g-import-not-at-top
+  if not hasattr(ray_constants, 'ENABLE_RAY_CLUSTER'):
+    yield
+    return
+  previous = ray_constants.ENABLE_RAY_CLUSTER
+  ray_constants.ENABLE_RAY_CLUSTER = False
+  try:
+    yield
+  finally:
+    ray_constants.ENABLE_RAY_CLUSTER = previous
+
+
 def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
   """Starts a new local Ray instance listening on loopback and connects.
 
@@ -145,7 +170,7 @@ def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
     try:
       context = (_without_unused_processes(forward_output) if lean
                  else contextlib.nullcontext())
-      with context, _node_found_early():
+      with context, _node_found_early(), loopback_addresses():
         ray.init(address='local', _node_ip_address='127.0.0.1',
                  include_dashboard=False, logging_level=std_logging.WARNING,
                  log_to_driver=True, configure_logging=True,

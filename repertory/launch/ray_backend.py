@@ -242,27 +242,6 @@ class RayNodeRuntime(context.Runtime):
     return _remote_client(handle, self._namespace, self._connect_timeout)
 
 
-@contextlib.contextmanager
-def _loopback_bootstrap():
-  """Lets ray.init reach a cluster bound to 127.0.0.1.
-
-  Ray 2.x rewrites a loopback bootstrap address to the machine's outward IP
-  before connecting (`services.resolve_ip_for_localhost`), which fails when
-  the cluster listens on loopback only; with ENABLE_RAY_CLUSTER off it keeps
-  127.0.0.1. Only that flag is touched, only during ray.init.
-  """
-  from ray._private import ray_constants  # pylint: disable=g-import-not-at-top
-  if not hasattr(ray_constants, 'ENABLE_RAY_CLUSTER'):
-    yield
-    return
-  previous = ray_constants.ENABLE_RAY_CLUSTER
-  ray_constants.ENABLE_RAY_CLUSTER = False
-  try:
-    yield
-  finally:
-    ray_constants.ENABLE_RAY_CLUSTER = previous
-
-
 def _redirect_output(path: str) -> None:
   """Sends this process's stdout and stderr (fds 1 and 2) to `path`."""
   sys.stdout.flush()
@@ -539,7 +518,7 @@ class RayLauncher:
     elif not ray.is_initialized():
       host = (self._ray_address or '').split('://')[-1].rsplit(':', 1)[0]
       if host in ('127.0.0.1', 'localhost'):
-        with _loopback_bootstrap():
+        with local_ray.loopback_addresses():
           ray.init(address=self._ray_address, _node_ip_address='127.0.0.1',
                    logging_level=std_logging.WARNING, log_to_driver=True)
       else:

@@ -1,7 +1,9 @@
 """What a launched program listens on: channels bind loopback in local_mt
-and local_mp and serve only holders of the program's key; a Ray instance
-without token authentication is refused."""
+and local_mp and serve only holders of the program's key, local_mp's Ray
+processes listen on loopback only; a Ray instance without token
+authentication is refused."""
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -37,6 +39,12 @@ def _listening(port: int):
           if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
 
 
+def _loopback(ip: str) -> bool:
+  """127.0.0.1, ::1 or an IPv4-mapped IPv6 loopback (::ffff:127.0.0.1)."""
+  address = ipaddress.ip_address(ip)
+  return (getattr(address, 'ipv4_mapped', None) or address).is_loopback
+
+
 def _check(launch_type: str, tmp_path) -> int:
   program = launch.Program('bind')
   with program.group('served'):
@@ -61,7 +69,19 @@ def _check(launch_type: str, tmp_path) -> int:
     if launch_type == 'local_mp':
       import ray  # pylint: disable=g-import-not-at-top
       gcs_address = ray.get_runtime_context().gcs_address
+      assert gcs_address.startswith('127.0.0.1:'), gcs_address
       assert ray_auth.gcs_requires_token(gcs_address) is True
+      # Ray's own servers too: the GCS, the raylet and its agents, the
+      # workers' and this driver's gRPC servers.
+      tree = {os.getpid()} | {p.pid for p in
+                              psutil.Process().children(recursive=True)}
+      beyond = {(c.laddr.ip, c.laddr.port, psutil.Process(c.pid).name())
+                for c in psutil.net_connections('tcp')
+                if c.status == psutil.CONN_LISTEN and c.pid in tree and
+                not _loopback(c.laddr.ip)}
+      assert not beyond, f'listening beyond loopback: {beyond}'
+      assert len({c.pid for c in psutil.net_connections('tcp')
+                  if c.status == psutil.CONN_LISTEN and c.pid in tree}) >= 3
   finally:
     launched.stop(timeout=60)
   return reply['pid']

@@ -18,7 +18,7 @@ import ray
 
 from repertory import launch
 from repertory import testing
-from repertory.launch import ray_backend
+from repertory.launch import local_ray
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -36,7 +36,7 @@ def cluster():
 def connected(cluster):
   """This process connected to the cluster (launch then reuses the link)."""
   if not ray.is_initialized():
-    with ray_backend._loopback_bootstrap():  # pylint: disable=protected-access
+    with local_ray.loopback_addresses():
       ray.init(address=cluster.address, _node_ip_address='127.0.0.1',
                logging_level=logging.WARNING)
   yield cluster
