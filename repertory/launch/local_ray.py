@@ -28,6 +28,11 @@ plain `ray.init`.
 `REPERTORY_FULL_RAY=1` starts every process `ray.init` starts (e.g. to
 use Ray's state API or `ray status` on a local_mp program).
 
+Every process of the instance listens on 127.0.0.1 only: `start()` keeps
+Ray from replacing the loopback node address with the machine's outward
+one (`loopback_addresses`), which would bind Ray's gRPC servers to every
+interface.
+
 `ray.init` then waits for the raylet to register with the GCS through
 `services.get_node`, which after a first miss waits long before it asks
 again (BENCHMARKS.md); `start()` first watches Ray's node table every
