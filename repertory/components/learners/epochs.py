@@ -78,7 +78,7 @@ class MinibatchEpochs:
 
     total = tf.shape(order)[0] * parts
     zeros = (tf.zeros([len(names)]), tf.constant(0))
-    # A call with no epochs updates nothing (`_instantiate_optimized`).
+    # A call with no epochs updates nothing (`_no_op_inputs`).
     first, skipped = tf.cond(total > 0, lambda: update(tf.constant(0)),
                              lambda: zeros)
     _, sums, skipped = tf.while_loop(

@@ -39,6 +39,7 @@ def unoptimized() -> Iterator[None]:
   """In this thread, `tf.function` graphs first called inside the block are
   instantiated without Grappler (`disable_meta_optimizer`). Where
   TensorFlow's call options are not reachable it changes nothing."""
+  ctx = before = None
   try:
     ctx = tf_context.context()
     before = ctx.function_call_options
@@ -51,12 +52,12 @@ def unoptimized() -> Iterator[None]:
     logging.log_first_n(logging.WARNING, 'graph_options.unoptimized: '
                         "TensorFlow's function call options are not "
                         'reachable; graphs stay optimised.', 1)
-    yield
-    return
+    ctx = None
   try:
     yield
   finally:
-    ctx.function_call_options = before
+    if ctx is not None:
+      ctx.function_call_options = before
 
 
 class OptimizedLater:
