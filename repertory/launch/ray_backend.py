@@ -13,7 +13,6 @@ actors and, for local_mp, shuts the Ray instance it started down.
 """
 
 import collections
-import contextlib
 import io
 import logging as std_logging
 import os
