@@ -23,6 +23,8 @@ from absl import flags
 
 _SECONDS = flags.DEFINE_float('seconds', 420, 'Training wall time (this chunk).')
 _OUT = flags.DEFINE_string('out', '/tmp/selfplay_c4', 'Run directory.')
+_ENV = flags.DEFINE_string('env', 'openspiel:connect_four', 'The game: '
+                           'openspiel:connect_four or its /relative view.')
 _TRAIN = flags.DEFINE_bool('train', True, 'Train a chunk first.')
 _GAMES = flags.DEFINE_integer('games', 200, 'Games per seat and opponent.')
 _MCTS = flags.DEFINE_integer('mcts_simulations', 100, 'MCTS simulations.')
@@ -37,7 +39,7 @@ _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
 
 def train(logdir: str) -> None:
   command = [sys.executable, '-m', 'repertory.run', '--agent=selfplay',
-             '--env=openspiel:connect_four', '--lp_launch_type=local_mt',
+             f'--env={_ENV.value}', '--lp_launch_type=local_mt',
              '--num_actors=1', f'--envs_per_actor={_ENVS.value}',
              '--max_actor_steps=1000000000000', '--stop_at_return=never',
              f'--logdir={logdir}', f'--config.matchmaking={_MATCHMAKING.value}',
@@ -59,7 +61,7 @@ def play(logdir: str, opponent: str) -> dict:
   path = os.path.join(logdir,
                       f'play_{opponent.replace(":", "_")}{greedy}.json')
   command = [sys.executable, '-m', 'repertory.play',
-             '--env=openspiel:connect_four', f'--players=run:{logdir},{opponent}',
+             f'--env={_ENV.value}', f'--players=run:{logdir},{opponent}',
              f'--games={_GAMES.value}', f'--json={path}',
              f'--greedy={_GREEDY.value}']
   begin = time.time()

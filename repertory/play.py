@@ -121,6 +121,21 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
                    'ckpt:<path>.')
 
 
+def check_run_env(spec: str, env_spec: str) -> None:
+  """Refuses a `run:` player trained on another game or view (e.g. on
+  'openspiel:connect_four/relative' and played on 'openspiel:connect_four'):
+  its network would read boards it never saw."""
+  kind, _, rest = spec.partition(':')
+  path = os.path.join(rest.partition('@')[0], 'config.json')
+  if kind != 'run' or not os.path.exists(path):
+    return
+  with open(path) as f:
+    trained = json.load(f).get('experiment', {}).get('env')
+  if trained is not None and trained != env_spec:
+    raise ValueError(f'Player {spec!r} was trained on --env={trained!r}; '
+                     f'play it with --env={trained}, not {env_spec!r}.')
+
+
 class _LSTMPlayer:
   """A recurrent policy's player: its LSTM state runs through each game from
   zero (`new_game`), advancing at its own turns."""
@@ -189,6 +204,8 @@ def main(argv):
         env.simultaneous):
       raise ValueError(f'--env={FLAGS.env!r} is not a turn-based N-player '
                        'game (openspiel:<game>, pettingzoo:<module>).')
+    for spec in FLAGS.players:
+      check_run_env(spec, FLAGS.env)
     players = [make_player(spec, env, FLAGS.seed + i, FLAGS.greedy)
                for i, spec in enumerate(FLAGS.players)]
     rows = play(env, players, FLAGS.games)

@@ -72,3 +72,17 @@ def test_bad_player_specs(spec, match):
   env = environments.make('openspiel:kuhn_poker', seed=0)
   with pytest.raises(ValueError, match=match):
     play.make_player(spec, env, 0, False)
+
+
+def test_a_run_plays_only_the_game_view_it_was_trained_on(tmp_path):
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'config.json').write_text(
+      '{"experiment": {"env": "openspiel:connect_four/relative"}}')
+  play.check_run_env(f'run:{run}', 'openspiel:connect_four/relative')
+  play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four/relative')
+  play.check_run_env('mcts:100', 'openspiel:connect_four')
+  with pytest.raises(ValueError, match=r"trained on --env='openspiel:connect_"
+                     r"four/relative'; play it with --env=openspiel:connect_"
+                     r"four/relative, not 'openspiel:connect_four'"):
+    play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four')

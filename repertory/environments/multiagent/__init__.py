@@ -4,6 +4,8 @@ adapters for OpenSpiel and PettingZoo, reachable by spec through
 
   openspiel:<game>                  e.g. openspiel:kuhn_poker,
                                     openspiel:leduc_poker(players=3)
+  openspiel:<game>/relative         the board from each player's side
+                                    (connect_four, tic_tac_toe)
   pettingzoo:<family>.<game>        AEC, e.g. pettingzoo:classic.tictactoe_v3
   pettingzoo:<family>.<game>/parallel   the parallel API
 
@@ -27,9 +29,15 @@ from repertory.environments.multiagent.versus import VersusEnvironment
 
 
 def make_openspiel(game: str, seed: Optional[int] = None, **kwargs):
-  """`openspiel:<game>` (imports OpenSpiel on first use)."""
+  """`openspiel:<game>[/relative]` (imports OpenSpiel on first use)."""
   from repertory.environments.multiagent import openspiel_adapter  # pylint: disable=g-import-not-at-top
-  return openspiel_adapter.OpenSpielEnvironment(game, seed=seed, **kwargs)
+  name, sep, view = game.partition('/')
+  if sep:
+    if view != 'relative':
+      raise ValueError(f"OpenSpiel spec {game!r}: the only suffix is "
+                       "'/relative' (the board from each player's side).")
+    kwargs['observation'] = 'relative'
+  return openspiel_adapter.OpenSpielEnvironment(name, seed=seed, **kwargs)
 
 
 def make_pettingzoo(name: str, seed: Optional[int] = None, **kwargs):

@@ -8,6 +8,13 @@ chance outcomes are sampled by the environment. Each player observes its
 information-state tensor where the game provides one (imperfect
 information: Kuhn, Leduc), else its observation tensor (Connect Four).
 Illegal actions are refused with the legal ones named.
+
+`openspiel:connect_four/relative` (and `tic_tac_toe/relative`) gives each
+player the board from its own side, as AlphaZero's inputs do: OpenSpiel's
+tensor for these games is the same for both players, one plane per player's
+pieces; with 'relative' the first of those two planes holds the observing
+player's pieces, the second its opponent's, so one network plays both
+seats with the same features.
 """
 
 import difflib
@@ -21,6 +28,10 @@ from repertory.environments.multiagent import base
 
 _SUPPORTED_DYNAMICS = (pyspiel.GameType.Dynamics.SEQUENTIAL,
                        pyspiel.GameType.Dynamics.SIMULTANEOUS)
+OBSERVATIONS = ('auto', 'info_state', 'observation', 'relative')
+# Board games whose observation tensor holds each player's pieces in a plane
+# of its own: (player 0's plane, player 1's plane) ('relative' views).
+PLAYER_PLANES = {'connect_four': (0, 1), 'tic_tac_toe': (2, 1)}
 
 
 def _first_line(error: Exception) -> str:
@@ -65,17 +76,26 @@ class OpenSpielEnvironment(base.MultiAgentEnvironment):
     Args:
       game: e.g. 'kuhn_poker', 'connect_four', 'leduc_poker(players=3)'.
       seed: seed of the chance-outcome sampler.
-      observation: 'info_state', 'observation' or 'auto' (info state where
-        the game provides one).
+      observation: 'info_state', 'observation', 'relative' (the observation
+        tensor from the observing player's side; games in PLAYER_PLANES) or
+        'auto' (info state where the game provides one).
     """
+    if observation not in OBSERVATIONS:
+      raise ValueError(f'observation={observation!r}: choose one of '
+                       f'{", ".join(OBSERVATIONS)}.')
     self._game = game if isinstance(game, pyspiel.Game) else load_game(game)
     kind = self._game.get_type()
+    self._planes = None
+    if observation == 'relative':
+      self._planes = PLAYER_PLANES.get(kind.short_name)
+      if self._planes is None:
+        raise ValueError(
+            f'OpenSpiel game {kind.short_name!r} has no relative view; games '
+            f'with one: {", ".join(sorted(PLAYER_PLANES))}.')
+      observation = 'observation'
     if observation == 'auto':
       observation = ('info_state' if kind.provides_information_state_tensor
                      else 'observation')
-    if observation not in ('info_state', 'observation'):
-      raise ValueError(f"observation={observation!r}: expected 'auto', "
-                       "'info_state' or 'observation'.")
     if observation == 'info_state':
       if not kind.provides_information_state_tensor:
         raise ValueError(f'{self._game} provides no information-state tensor.')
@@ -128,6 +148,8 @@ class OpenSpielEnvironment(base.MultiAgentEnvironment):
     legal = np.zeros((n, self._a), np.float32)
     for p in range(n):
       obs[p] = np.reshape(self._tensor(state, p), self._shape)
+    if self._planes is not None:  # Player 1 sees the two planes swapped.
+      obs[1, list(self._planes)] = obs[1, list(self._planes[::-1])]
     if state.is_terminal():
       player = base.TERMINAL
     elif state.is_simultaneous_node():

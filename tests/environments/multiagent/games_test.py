@@ -111,6 +111,37 @@ def test_illegal_action_is_refused():
     env.step(4)
 
 
+def _cells(plane):
+  return {tuple(int(i) for i in cell) for cell in np.argwhere(plane > 0)}
+
+
+def test_relative_view_shows_the_board_from_each_side():
+  # Connect Four, columns 3, 3, 2: player 0 holds (row 0, col 2) and
+  # (0, 3), player 1 holds (1, 3); 'relative' puts the observer's own
+  # pieces in plane 0 and its opponent's in plane 1.
+  absolute = environments.make('openspiel:connect_four', seed=0)
+  relative = environments.make('openspiel:connect_four/relative', seed=0)
+  for env in (absolute, relative):
+    env.reset()
+    for column in (3, 3, 2):
+      timestep = env.step(column)
+    if env is absolute:
+      boards = timestep.observation['observation']
+  views = timestep.observation['observation']
+  mine, theirs = {(0, 2), (0, 3)}, {(1, 3)}
+  assert (_cells(views[0][0]), _cells(views[0][1])) == (mine, theirs)
+  assert (_cells(views[1][0]), _cells(views[1][1])) == (theirs, mine)
+  np.testing.assert_array_equal(views[0], boards[0])
+  np.testing.assert_array_equal(views[1][2], boards[1][2])  # Empty cells.
+  # Tic-tac-toe keeps player 0's (x) pieces in plane 2, player 1's in 1.
+  env = environments.make('openspiel:tic_tac_toe/relative', seed=0)
+  env.reset()
+  env.step(0)
+  views = env.step(4).observation['observation']
+  assert (_cells(views[0][2]), _cells(views[0][1])) == ({(0, 0)}, {(1, 1)})
+  assert (_cells(views[1][2]), _cells(views[1][1])) == ({(1, 1)}, {(0, 0)})
+
+
 def test_simultaneous_step_needs_every_action():
   env = environments.make('openspiel:matrix_rps', seed=0)
   env.reset()
@@ -122,6 +153,9 @@ def test_simultaneous_step_needs_every_action():
     ('openspiel:kuhn_pokr', r"no game 'kuhn_pokr': did you mean kuhn_poker"),
     ('openspiel:kuhn_poker(foo=1)', r"Unknown parameter 'foo'"),
     ('openspiel:mfg_crowd_modelling', r'MEAN_FIELD dynamics; supported'),
+    ('openspiel:kuhn_poker/relative',
+     r"'kuhn_poker' has no relative view; games with one: connect_four"),
+    ('openspiel:connect_four/mine', r"only suffix is '/relative'"),
     ('pettingzoo:classic.nope_v1', r"PettingZoo has no module"),
     ('pettingzoo:classic.rps_v2/foo', r"only suffix is '/parallel'"),
     ('pettingzoo:classic..x', r"expected '<family>.<game>'"),
