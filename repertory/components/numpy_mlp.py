@@ -8,7 +8,8 @@ weights as `networks.get_variables` names them and apply them:
                         activate_final=True)
 
 Used by `actor_critic.numpy_policy` (PPO's, A3C's and IMPALA's actors) and
-`league.MLPPolicy` (self-play opponents).
+`league.MLPPolicy` (self-play opponents), which also applies the 3x3
+convolutions of a `networks.BoardTorso` (`board_convs`).
 """
 
 import re
@@ -43,3 +44,18 @@ def apply(x: np.ndarray, mlp_layers: List[Layer],
     if activate_final or i < len(mlp_layers) - 1:
       x = activation(x)
   return x
+
+
+def board_convs(planes: np.ndarray, conv_layers: List[Layer]) -> np.ndarray:
+  """`networks.BoardTorso`'s convolutions: `[B, C, H, W]` planes -> conv 3x3
+  SAME + ReLU per layer ((w `[3, 3, in, out]`, b) as Sonnet's Conv2D holds
+  them) -> `[B, H * W * out]`, flattened as TensorFlow flattens NHWC."""
+  x = np.transpose(np.asarray(planes, np.float32), (0, 2, 3, 1))
+  batch, height, width, _ = x.shape
+  for w, b in conv_layers:
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    patches = np.concatenate(  # [B, H, W, 9 * in], ordered (row, col, in).
+        [padded[:, i:i + height, j:j + width, :]
+         for i in range(3) for j in range(3)], axis=-1)
+    x = np.maximum(patches @ w.reshape(-1, w.shape[-1]) + b, 0.0)
+  return x.reshape(batch, -1)

@@ -75,6 +75,10 @@ class Config:
     baseline_cost: weight of the critic's (Q) loss.
     max_gradient_norm: gradients are clipped to this global norm.
     hidden_sizes: widths of the MLP torso.
+    conv_channels: () (the default): the torso is an MLP over the flattened
+      observation. Channels, e.g. 64,64: board games' `[C, H, W]` planes
+      (Connect Four) go through 3x3 convolutions of these widths first, then
+      the `hidden_sizes` MLP (`networks.BoardTorso`); not with `use_lstm`.
     use_lstm: an LSTM core after the torso (IMPALA's recurrent agent,
       `components.networks.RecurrentPolicyValueNetwork` with a policy and a
       state-value head): each player carries its core state across its
@@ -143,6 +147,7 @@ class Config:
   baseline_cost: float = 0.5
   max_gradient_norm: float = 10.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
+  conv_channels: Tuple[int, ...] = ()
   use_lstm: bool = False
   lstm_size: int = 64
   unroll_length: Optional[int] = None
@@ -225,6 +230,10 @@ class Config:
       raise ValueError(f'Config.exploiter_reset={self.exploiter_reset!r}; '
                        f'choose one of {", ".join(EXPLOITER_RESETS)}.')
     self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+    self.conv_channels = tuple(int(c) for c in self.conv_channels)
+    if any(c < 1 for c in self.conv_channels):
+      raise ValueError(f'Config.conv_channels must be positive, got '
+                       f'{self.conv_channels}.')
 
 
 TABLE = 'trajectories'  # The Reverb queue of per-player trajectories.
@@ -246,6 +255,10 @@ def check_exploiters(config: Config) -> None:
 def check_network(config: Config) -> None:
   """Refuses the recurrent and unroll options where they cannot apply
   (checked when the program is built, as `check_exploiters`)."""
+  if config.use_lstm and config.conv_channels:
+    raise ValueError(
+        f'Config.conv_channels={config.conv_channels} and use_lstm=True: the '
+        'LSTM network has an MLP torso; choose one.')
   for name, given in (('use_lstm', config.use_lstm),
                       ('unroll_length', config.unroll_length is not None)):
     if given and (config.policy_loss, config.inference) != ('vtrace',
@@ -271,6 +284,10 @@ def architecture(config: Config) -> dict:
     return {'network': 'lstm_policy_value',
             'hidden_sizes': list(config.hidden_sizes),
             'lstm_size': config.lstm_size}
+  if config.conv_channels:
+    return {'network': 'board_policy_q',
+            'conv_channels': list(config.conv_channels),
+            'hidden_sizes': list(config.hidden_sizes)}
   return {'network': 'mlp_policy_q', 'hidden_sizes': list(config.hidden_sizes)}
 
 

@@ -58,7 +58,8 @@ class SelfPlayLearner(core.Learner):
                                     self._network.trainable_variables)
     self._magnet = None  # 'mmd' with a moving magnet: the magnet network.
     if config.policy_loss == 'mmd' and config.magnet_update_steps:
-      self._magnet = networks_lib.make_network(spec, config.hidden_sizes)
+      self._magnet = networks_lib.make_network(
+          spec, config.hidden_sizes, conv_channels=config.conv_channels)
       self._update_magnet()
     saved = {'network': self._network, 'optimizer': self._optimizer}
     if self._magnet is not None:

@@ -1,6 +1,7 @@
-"""The self-play network: an MLP torso with a policy head (logits) and an
-action-value head (Q, one per action), over one player's observation; the
-logits are masked to the legal actions. With `use_lstm` it is IMPALA's
+"""The self-play network: an MLP torso (or with `conv_channels` a
+`BoardTorso`: 3x3 convolutions, then the MLP) with a policy head (logits)
+and an action-value head (Q, one per action), over one player's
+observation; the logits are masked to the legal actions. With `use_lstm` it is IMPALA's
 recurrent network instead (`actor_critic.lstm_policy.make_network`: MLP
 torso, LSTM core, policy and state-value heads)."""
 
@@ -46,17 +47,25 @@ class _Head(snt.Module):
 
 
 def make_network(spec: Any, hidden_sizes: Sequence[int],
-                 lstm_size: Optional[int] = None) -> snt.Module:
+                 lstm_size: Optional[int] = None,
+                 conv_channels: Sequence[int] = ()) -> snt.Module:
   """The network over `spec.observations['observation']`, variables built:
-  a `PolicyQNetwork`, or with `lstm_size` IMPALA's LSTM network."""
+  a `PolicyQNetwork` (MLP torso, or `BoardTorso` with `conv_channels`), or
+  with `lstm_size` IMPALA's LSTM network."""
   shape = tuple(spec.observations['observation'].shape)
   if lstm_size is not None:
     from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
     return lstm_policy.make_network(shape, int(spec.actions.num_values),
                                     hidden_sizes, lstm_size)
-  network = PolicyQNetwork(
-      networks.MLPTorso(tuple(hidden_sizes), max(len(shape), 1)),
-      num_actions=int(spec.actions.num_values))
+  if conv_channels:
+    if len(shape) != 3:
+      raise ValueError(
+          f'conv_channels={tuple(conv_channels)} convolves board planes '
+          f'[C, H, W]; this game\'s observation has shape {shape}.')
+    torso = networks.BoardTorso(tuple(conv_channels), tuple(hidden_sizes))
+  else:
+    torso = networks.MLPTorso(tuple(hidden_sizes), max(len(shape), 1))
+  network = PolicyQNetwork(torso, num_actions=int(spec.actions.num_values))
   network(tf.zeros((1,) + shape))
   return network
 
@@ -64,7 +73,8 @@ def make_network(spec: Any, hidden_sizes: Sequence[int],
 def network_for(spec: Any, config: Any) -> snt.Module:
   """The network of a selfplay `Config` (its `use_lstm`, sizes)."""
   return make_network(spec, config.hidden_sizes,
-                      config.lstm_size if config.use_lstm else None)
+                      config.lstm_size if config.use_lstm else None,
+                      config.conv_channels)
 
 
 def is_recurrent(network: snt.Module) -> bool:

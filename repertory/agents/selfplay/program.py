@@ -74,7 +74,10 @@ def league_identity(config: config_lib.Config,
   env = experiment.env  # A factory by its name (a repr holds addresses).
   if not isinstance(env, str):
     env = getattr(env, '__qualname__', type(env).__name__)
-  return {'env': env, 'hidden_sizes': list(config.hidden_sizes)}
+  identity = {'env': env, 'hidden_sizes': list(config.hidden_sizes)}
+  if config.conv_channels:
+    identity['conv_channels'] = list(config.conv_channels)
+  return identity
 
 
 def make_tables(config: config_lib.Config, spec: Any, length: int) -> list:
@@ -100,6 +103,11 @@ def make_program(config: config_lib.Config,
   league_lib.check_architecture(os.path.join(experiment.logdir, 'league'),
                                 config_lib.architecture(config))
   spec, max_player_steps = game_specs(experiment.env, config)
+  shape = tuple(spec.observations['observation'].shape)
+  if config.conv_channels and len(shape) != 3:
+    raise ValueError(
+        f'Config.conv_channels={config.conv_channels} convolves board planes '
+        f'[C, H, W]; {experiment.env!r} gives observations of shape {shape}.')
   program = launch.Program('selfplay')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(

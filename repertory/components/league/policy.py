@@ -6,7 +6,8 @@ torso with a linear policy head (and optionally a linear value head), named
 as `networks.get_variables` names those of
 `PolicyValueNetwork(MLPTorso(...), num_actions)` ('torso/mlp/layers/<i>/w',
 'head/policy/w', 'head/value/w', ...), with numpy, legal-action masks
-applied:
+applied. A `networks.BoardTorso`'s 3x3 convolutions ('torso/convs/<i>/w')
+run before the MLP when the weights have them:
 
     policy = MLPPolicy(weights)                  # {'torso/mlp/layers/0/w': ...}
     actions, log_probs = policy.act(observations, legal, rng)   # [B], [B]
@@ -70,6 +71,7 @@ class MLPPolicy:
                        "('core/lstm/...'): play them with "
                        'actor_critic.lstm_policy.LSTMPolicy.')
     self._layers = numpy_mlp.layers(weights, 'torso/mlp/layers')
+    self._convs = numpy_mlp.layers(weights, 'torso/convs')  # BoardTorso.
     if not self._layers or 'head/policy/w' not in weights:
       raise ValueError(
           'MLPPolicy needs the weights of PolicyValueNetwork(MLPTorso(...), '
@@ -85,6 +87,8 @@ class MLPPolicy:
                ) -> Tuple[np.ndarray, np.ndarray]:
     """`[B, *obs]` -> (logits `[B, A]`, values `[B]` or None), unmasked."""
     x = np.asarray(observations, np.float32)
+    if self._convs:
+      x = numpy_mlp.board_convs(x, self._convs)
     x = x.reshape(x.shape[0], -1)
     x = numpy_mlp.apply(x, self._layers, numpy_mlp.ACTIVATIONS['relu'],
                         activate_final=True)  # As MLPTorso.

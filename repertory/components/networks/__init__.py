@@ -23,6 +23,7 @@ from repertory.components.networks.recurrence import LSTMCore
 from repertory.components.networks.recurrence import unroll_step_fn
 from repertory.components.networks.seeding import seeded
 from repertory.components.networks.torsos import AtariTorso
+from repertory.components.networks.torsos import BoardTorso
 from repertory.components.networks.torsos import MLPTorso
 from repertory.components.networks.torsos import ResNetTorso
 from repertory.components.networks.variables import assign_variables

@@ -104,6 +104,41 @@ class AtariTorso(snt.Module):
         self._forward, _to_float(observation), event_rank=3)
 
 
+class BoardTorso(snt.Module):
+  """Convolutions over a board game's planes, then an MLP: conv 3x3 SAME +
+  ReLU for each of `channels` -> flatten -> MLP `hidden_sizes` (ReLU after
+  every layer). Input `[..., C, H, W]`, planes first as OpenSpiel's
+  observation tensors (Connect Four's `[3, 6, 7]`). `league.MLPPolicy`
+  plays its weights in numpy ('torso/convs/<i>/w', 'torso/mlp/layers/...').
+  """
+
+  def __init__(self, channels: Sequence[int] = (32, 32),
+               hidden_sizes: Sequence[int] = (256,),
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    if (not channels or not hidden_sizes or
+        any(int(c) <= 0 for c in tuple(channels) + tuple(hidden_sizes))):
+      raise ValueError(
+          f'BoardTorso: channels {tuple(channels)} and hidden_sizes '
+          f'{tuple(hidden_sizes)} must be non-empty lists of positive ints.')
+    self._convs = [snt.Conv2D(int(c), kernel_shape=3, padding='SAME')
+                   for c in channels]
+    self._mlp = snt.nets.MLP([int(h) for h in hidden_sizes],
+                             activate_final=True)
+    self.output_size = int(hidden_sizes[-1])
+
+  def _forward(self, planes: tf.Tensor) -> tf.Tensor:
+    x = tf.transpose(planes, [0, 2, 3, 1])  # [N, C, H, W] -> [N, H, W, C].
+    for conv in self._convs:
+      x = tf.nn.relu(conv(x))
+    return self._mlp(_flatten(x))
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    """`[..., C, H, W]` -> `[..., hidden_sizes[-1]]`."""
+    return batching.apply_over_leading_dims(
+        self._forward, _to_float(observation), event_rank=3)
+
+
 class _ResidualBlock(snt.Module):
   """relu -> conv 3x3 -> relu -> conv 3x3, plus the input."""
 

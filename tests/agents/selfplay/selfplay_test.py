@@ -31,6 +31,9 @@ def test_config_rejects_bad_values():
     selfplay.Config(batch_size=0)
   with pytest.raises(ValueError, match='pool never grows'):
     selfplay.Config(snapshot_every_steps=None, snapshot_win_rate=None)
+  with pytest.raises(ValueError, match=r'conv_channels must be positive, got '
+                     r'\(8, 0\)'):
+    selfplay.Config(conv_channels=(8, 0))
 
 
 @pytest.mark.parametrize('env, match', [
@@ -42,6 +45,18 @@ def test_refuses_games_it_cannot_play(env, match, tmp_path):
       agent='selfplay', env=env, logdir=str(tmp_path))
   with pytest.raises(ValueError, match=match):
     selfplay.make_program(selfplay.Config(), experiment)
+
+
+def test_refuses_convolutions_where_there_is_no_board(tmp_path):
+  experiment = experiment_lib.ExperimentConfig(
+      agent='selfplay', env=GAME, logdir=str(tmp_path))
+  with pytest.raises(ValueError, match=r"conv_channels=\(8,\) convolves "
+                     r"board planes \[C, H, W\]; 'openspiel:kuhn_poker' gives "
+                     r'observations of shape \(11,\)'):
+    selfplay.make_program(selfplay.Config(conv_channels=(8,)), experiment)
+  with pytest.raises(ValueError, match='LSTM network has an MLP torso'):
+    selfplay.make_program(selfplay.Config(
+        conv_channels=(8,), use_lstm=True, policy_loss='vtrace'), experiment)
 
 
 class _Greedy:
@@ -73,9 +88,9 @@ def _return_vs_random(weights, games=4000):
   return evaluator.evaluate(env, _Greedy(weights), games).return_mean
 
 
-def _run(tmp_path, matchmaking, learner_steps, **config):
+def _run(tmp_path, matchmaking, learner_steps, env=GAME, **config):
   experiment = experiment_lib.ExperimentConfig(
-      agent='selfplay', env=GAME, num_actors=1, envs_per_actor=16,
+      agent='selfplay', env=env, num_actors=1, envs_per_actor=16,
       max_actor_steps=10**9, logdir=str(tmp_path), launch_type='test_mt')
   program = selfplay.make_program(
       selfplay.Config(matchmaking=matchmaking, batch_size=32,
@@ -163,6 +178,21 @@ def test_pfsp_plays_snapshots_and_rates_them(tmp_path):
   assert 'league/main/elo' in summary
   with open(os.path.join(tmp_path, 'league', 'league.json')) as f:
     state = json.load(f)
+  assert state['payoff'], 'games against snapshots reach the payoff table'
+
+
+def test_board_torso_plays_connect_four_against_its_snapshots(tmp_path):
+  # The learner's convolutions (TensorFlow) and the actors' (numpy, for
+  # the live policy and the league's snapshots) are the same network.
+  _, last, _, _ = _run(
+      tmp_path, 'pfsp', 12, env='openspiel:connect_four/relative',
+      snapshot_every_steps=3, conv_channels=(4,))
+  assert last.version >= 12
+  assert 'torso/convs/0/w' in last.variables[0]
+  with open(os.path.join(tmp_path, 'league', 'league.json')) as f:
+    state = json.load(f)
+  assert state['architecture'] == {'network': 'board_policy_q',
+                                   'conv_channels': [4], 'hidden_sizes': [32]}
   assert state['payoff'], 'games against snapshots reach the payoff table'
 
 

@@ -291,3 +291,17 @@ def test_the_league_plays_live_self_play_and_the_pool(tmp_path):
   assert picks[live] / 4000 == pytest.approx(0.35, abs=0.03)
   # Exploiters still meet the main agent's newest snapshot only.
   assert set(league.sample_opponents('exploiter0', 100)) == {('main@v1', 1)}
+
+
+def test_numpy_policy_plays_a_board_torso():
+  # BoardTorso's convolutions in numpy (im2col) against TensorFlow's.
+  network = networks.PolicyValueNetwork(
+      networks.BoardTorso(channels=(8, 4), hidden_sizes=(16,)), num_actions=7)
+  boards = np.random.default_rng(0).integers(
+      0, 2, size=(5, 3, 6, 7)).astype(np.float32)
+  out = network(tf.constant(boards))
+  weights = networks.get_variables(network)
+  assert 'torso/convs/1/w' in weights and 'torso/mlp/layers/0/w' in weights
+  logits, values = league_lib.MLPPolicy(weights)(boards)
+  np.testing.assert_allclose(logits, out.logits.numpy(), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(values, out.value.numpy(), rtol=1e-4, atol=1e-5)
