@@ -8,7 +8,8 @@ Training runs `python -m repertory.run --agent=selfplay` (local_mt) for
 `--seconds`; rerunning with the same --out continues the same run and league
 (train in chunks). `--train=false` only plays. Results (the tables of
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
-go to `<out>/connect_four.json`.
+go to `<out>/connect_four.json`. `--snapshots=main@v600,main@v1200` also
+plays those league snapshots (a win-rate curve over the run).
 """
 
 import json
@@ -33,6 +34,8 @@ _CONFIG = flags.DEFINE_multi_string('config', [], 'Extra k=v agent settings.')
 _ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
 _GREEDY = flags.DEFINE_bool('greedy', False, 'The trained policy plays its '
                             'most likely legal move (repertory.play --greedy).')
+_SNAPSHOTS = flags.DEFINE_list('snapshots', [], 'League snapshots to play '
+                               'too, e.g. main@v600,main@v1200.')
 _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
                                'play after training.')
 
@@ -56,12 +59,14 @@ def train(logdir: str) -> None:
     process.kill()
 
 
-def play(logdir: str, opponent: str) -> dict:
+def play(logdir: str, opponent: str, snapshot: str = '') -> dict:
   greedy = '_greedy' if _GREEDY.value else ''
+  player = f'run:{logdir}@{snapshot}' if snapshot else f'run:{logdir}'
+  tag = f'{snapshot.replace("@", "_")}_' if snapshot else ''
   path = os.path.join(logdir,
-                      f'play_{opponent.replace(":", "_")}{greedy}.json')
+                      f'play_{tag}{opponent.replace(":", "_")}{greedy}.json')
   command = [sys.executable, '-m', 'repertory.play',
-             f'--env={_ENV.value}', f'--players=run:{logdir},{opponent}',
+             f'--env={_ENV.value}', f'--players={player},{opponent}',
              f'--games={_GAMES.value}', f'--json={path}',
              f'--greedy={_GREEDY.value}']
   begin = time.time()
@@ -93,6 +98,9 @@ def main(argv):
   for name in _OPPONENTS.value:
     opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
     results[opponent] = play(logdir, opponent)
+    for snapshot in _SNAPSHOTS.value:
+      results.setdefault('snapshots_played', {}).setdefault(
+          snapshot, {})[opponent] = play(logdir, opponent, snapshot)
   results['greedy'] = _GREEDY.value
   with open(os.path.join(logdir, 'connect_four.json'), 'w') as f:
     json.dump(results, f, indent=1)

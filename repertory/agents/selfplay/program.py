@@ -103,11 +103,9 @@ def make_program(config: config_lib.Config,
   league_lib.check_architecture(os.path.join(experiment.logdir, 'league'),
                                 config_lib.architecture(config))
   spec, max_player_steps = game_specs(experiment.env, config)
-  shape = tuple(spec.observations['observation'].shape)
-  if config.conv_channels and len(shape) != 3:
-    raise ValueError(
-        f'Config.conv_channels={config.conv_channels} convolves board planes '
-        f'[C, H, W]; {experiment.env!r} gives observations of shape {shape}.')
+  networks_lib.check_board(config.conv_channels,
+                           spec.observations['observation'].shape,
+                           repr(experiment.env))
   program = launch.Program('selfplay')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
