@@ -10,6 +10,9 @@ Training runs `python -m repertory.run --agent=selfplay` (local_mt) for
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
 go to `<out>/connect_four.json`. `--snapshots=main@v600,main@v1200` also
 plays those league snapshots (a win-rate curve over the run).
+`--search=100` also plays the trained network searching with that many
+simulations per move (`repertory.play`'s `search:100:run:<out>` player:
+OpenSpiel's MCTS with the network's priors and values).
 """
 
 import json
@@ -36,6 +39,8 @@ _GREEDY = flags.DEFINE_bool('greedy', False, 'The trained policy plays its '
                             'most likely legal move (repertory.play --greedy).')
 _SNAPSHOTS = flags.DEFINE_list('snapshots', [], 'League snapshots to play '
                                'too, e.g. main@v600,main@v1200.')
+_SEARCH = flags.DEFINE_integer('search', 0, 'Also play the network '
+                               'searching with this many simulations (0: no).')
 _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
                                'play after training.')
 
@@ -59,10 +64,13 @@ def train(logdir: str) -> None:
     process.kill()
 
 
-def play(logdir: str, opponent: str, snapshot: str = '') -> dict:
+def play(logdir: str, opponent: str, snapshot: str = '',
+         search: int = 0) -> dict:
   greedy = '_greedy' if _GREEDY.value else ''
   player = f'run:{logdir}@{snapshot}' if snapshot else f'run:{logdir}'
   tag = f'{snapshot.replace("@", "_")}_' if snapshot else ''
+  if search:
+    player, tag = f'search:{search}:{player}', f'{tag}search{search}_'
   path = os.path.join(logdir,
                       f'play_{tag}{opponent.replace(":", "_")}{greedy}.json')
   command = [sys.executable, '-m', 'repertory.play',
@@ -98,6 +106,9 @@ def main(argv):
   for name in _OPPONENTS.value:
     opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
     results[opponent] = play(logdir, opponent)
+    if _SEARCH.value:
+      results.setdefault(f'search:{_SEARCH.value}', {})[opponent] = play(
+          logdir, opponent, search=_SEARCH.value)
     for snapshot in _SNAPSHOTS.value:
       results.setdefault('snapshots_played', {}).setdefault(
           snapshot, {})[opponent] = play(logdir, opponent, snapshot)

@@ -12,6 +12,11 @@ Player specs:
   ckpt:<path>         a checkpoint of a policy network (`ckpt-N` prefix): an
                       MLP, or IMPALA's LSTM (`--config.use_lstm`), whose state
                       runs through each game
+  search:<simulations>:<run:... or ckpt:...>
+                      that network searching: OpenSpiel's MCTS with the
+                      network's priors and values (AlphaZero's PUCT) in place
+                      of random rollouts, e.g. search:100:run:runs/x; two-
+                      player zero-sum OpenSpiel games
 
 Each player plays `--games` games in every seat (first and second for two
 players); the table gives the first player's wins, draws, losses and mean
@@ -101,10 +106,11 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
                        mcts.RandomRolloutEvaluator(1, random_state),
                        random_state=random_state, solve=True)
     return lambda env_, timestep, p: int(bot.step(env_.state))
+  if kind == 'search':
+    return _search_player(spec, env, seed)
   if kind in ('run', 'ckpt'):
     from repertory.components import league  # pylint: disable=g-import-not-at-top
-    prefix = _run_checkpoint(rest) if kind == 'run' else rest
-    weights = _checkpoint_weights(prefix)
+    weights = _network_weights(spec)
     if 'core/lstm/w_h' in weights:  # IMPALA's LSTM (--config.use_lstm).
       return _LSTMPlayer(weights, env, rng, greedy)
     policy = league.MLPPolicy(weights)
@@ -117,14 +123,43 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
       return int(action[0])
     return act
   raise ValueError(f'Unknown player spec {spec!r}; expected random, '
-                   'mcts:<simulations>, run:<logdir>[@<snapshot>] or '
-                   'ckpt:<path>.')
+                   'mcts:<simulations>, run:<logdir>[@<snapshot>], '
+                   'ckpt:<path> or search:<simulations>:<run:... or ckpt:...>.')
+
+
+def _network_weights(spec: str) -> Dict[str, np.ndarray]:
+  """The weights of a `run:` or `ckpt:` player."""
+  kind, _, rest = spec.partition(':')
+  return _checkpoint_weights(_run_checkpoint(rest) if kind == 'run' else rest)
+
+
+def _search_player(spec: str, env: Any, seed: int) -> Player:
+  """`search:<simulations>:<network spec>`: the network guiding
+  OpenSpiel's MCTS (`components.search`)."""
+  simulations, _, network = spec[len('search:'):].partition(':')
+  if (not simulations.isdigit() or int(simulations) < 1 or
+      network.partition(':')[0] not in ('run', 'ckpt')):
+    raise ValueError(f'Player {spec!r}: write search:<simulations>:<run:... '
+                     'or ckpt:...>, e.g. search:100:run:runs/c4.')
+  if not hasattr(env, 'observe'):
+    raise ValueError(f'Player {spec!r} searches OpenSpiel games only.')
+  from repertory.components import league  # pylint: disable=g-import-not-at-top
+  from repertory.components import search  # pylint: disable=g-import-not-at-top
+  search.check_game(env.game)
+  policy = league.MLPPolicy(_network_weights(network))
+  bot = search.network_bot(
+      env.game, search.NetworkEvaluator(policy.policy_value, env.observe),
+      int(simulations), seed=seed)
+  return lambda env_, timestep, p: int(bot.step(env_.state))
 
 
 def check_run_env(spec: str, env_spec: str) -> None:
-  """Refuses a `run:` player trained on another game or view (e.g. on
-  'openspiel:connect_four/relative' and played on 'openspiel:connect_four'):
-  its network would read boards it never saw."""
+  """Refuses a `run:` player (also searching, `search:N:run:...`) trained
+  on another game or view (e.g. on 'openspiel:connect_four/relative' and
+  played on 'openspiel:connect_four'): its network would read boards it
+  never saw."""
+  if spec.startswith('search:'):
+    spec = spec[len('search:'):].partition(':')[2]
   kind, _, rest = spec.partition(':')
   path = os.path.join(rest.partition('@')[0], 'config.json')
   if kind != 'run' or not os.path.exists(path):

@@ -63,13 +63,39 @@ def test_saved_policies_play_their_weights(tmp_path):
     play.make_player(f'run:{tmp_path / "run"}@main@v9', env, 0, True)
 
 
-@pytest.mark.parametrize('spec, match', [
-    ('alphazero', "Unknown player spec 'alphazero'"),
-    ('mcts:many', 'write mcts:<simulations>'),
-    ('run:/nonexistent', 'no run directory'),
+def test_a_saved_network_searches_with_its_priors_and_values(tmp_path):
+  network = networks.PolicyValueNetwork(networks.MLPTorso((16,), 3),
+                                        num_actions=9)
+  network(tf.zeros((1, 3, 3, 3)))
+  store = model_store.ModelStore(str(tmp_path / 'checkpoints'),
+                                 {'network': network})
+  store.save(1, 10)
+  env = environments.make('openspiel:tic_tac_toe', seed=0)
+  player = play.make_player(f'search:30:ckpt:{store.latest().path}', env, 0,
+                            False)
+  rows = play.play(env, [player, play.make_player('random', env, 1, False)],
+                   3)
+  assert [r['games'] for r in rows] == [3, 3]  # Legal moves to the end.
+  # Its values: the value head's (a selfplay network's: Σ π Q).
+  boards = np.random.default_rng(0).normal(size=(4, 3, 3, 3))
+  probs, value = league_lib.MLPPolicy(
+      networks.get_variables(network)).policy_value(boards, np.ones((4, 9)))
+  np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-6)
+  np.testing.assert_allclose(
+      value, network(tf.constant(boards, tf.float32)).value.numpy(),
+      rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('env_spec, spec, match', [
+    ('openspiel:kuhn_poker', 'alphazero', "Unknown player spec 'alphazero'"),
+    ('openspiel:kuhn_poker', 'mcts:many', 'write mcts:<simulations>'),
+    ('openspiel:kuhn_poker', 'run:/nonexistent', 'no run directory'),
+    ('openspiel:tic_tac_toe', 'search:many:run:/x', 'write search:<simul'),
+    ('openspiel:tic_tac_toe', 'search:10:random', 'write search:<simul'),
+    ('openspiel:kuhn_poker', 'search:10:run:/x', 'two-player zero-sum'),
 ])
-def test_bad_player_specs(spec, match):
-  env = environments.make('openspiel:kuhn_poker', seed=0)
+def test_bad_player_specs(env_spec, spec, match):
+  env = environments.make(env_spec, seed=0)
   with pytest.raises(ValueError, match=match):
     play.make_player(spec, env, 0, False)
 
@@ -82,6 +108,9 @@ def test_a_run_plays_only_the_game_view_it_was_trained_on(tmp_path):
   play.check_run_env(f'run:{run}', 'openspiel:connect_four/relative')
   play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four/relative')
   play.check_run_env('mcts:100', 'openspiel:connect_four')
+  play.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four/relative')
+  with pytest.raises(ValueError, match='trained on'):
+    play.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four')
   with pytest.raises(ValueError, match=r"trained on --env='openspiel:connect_"
                      r"four/relative'; play it with --env=openspiel:connect_"
                      r"four/relative, not 'openspiel:connect_four'"):

@@ -82,20 +82,41 @@ class MLPPolicy:
     if 'head/value/w' in weights:
       self._value = (np.asarray(weights['head/value/w'], np.float32),
                      np.asarray(weights['head/value/b'], np.float32))
+    self._q = None  # The selfplay network's action values.
+    if 'head/q/w' in weights:
+      self._q = (np.asarray(weights['head/q/w'], np.float32),
+                 np.asarray(weights['head/q/b'], np.float32))
 
   def __call__(self, observations: np.ndarray
                ) -> Tuple[np.ndarray, np.ndarray]:
     """`[B, *obs]` -> (logits `[B, A]`, values `[B]` or None), unmasked."""
-    x = np.asarray(observations, np.float32)
-    if self._convs:
-      x = numpy_mlp.board_convs(x, self._convs)
-    x = x.reshape(x.shape[0], -1)
-    x = numpy_mlp.apply(x, self._layers, numpy_mlp.ACTIVATIONS['relu'],
-                        activate_final=True)  # As MLPTorso.
+    x = self._embed(observations)
     logits = x @ self._policy[0] + self._policy[1]
     if self._value is None:
       return logits, None
     return logits, (x @ self._value[0] + self._value[1])[:, 0]
+
+  def policy_value(self, observations: np.ndarray, legal: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """(legal-action probabilities `[B, A]`, state values `[B]`): the value
+    head's, or for an action-value head (the selfplay network's) Σ π Q over
+    the legal actions, the value the learner trains."""
+    x = self._embed(observations)
+    probs = legal_probabilities(x @ self._policy[0] + self._policy[1], legal)
+    if self._value is not None:
+      return probs, (x @ self._value[0] + self._value[1])[:, 0]
+    if self._q is None:
+      raise ValueError('These weights have no value head (head/value or '
+                       'head/q): they give a policy only.')
+    return probs, np.sum(probs * (x @ self._q[0] + self._q[1]), axis=-1)
+
+  def _embed(self, observations: np.ndarray) -> np.ndarray:
+    x = np.asarray(observations, np.float32)
+    if self._convs:
+      x = numpy_mlp.board_convs(x, self._convs)
+    x = x.reshape(x.shape[0], -1)
+    return numpy_mlp.apply(x, self._layers, numpy_mlp.ACTIVATIONS['relu'],
+                           activate_final=True)  # As MLPTorso.
 
   def probabilities(self, observations: np.ndarray,
                     legal: np.ndarray) -> np.ndarray:

@@ -135,6 +135,15 @@ class OpenSpielEnvironment(base.MultiAgentEnvironment):
   def player_observation_shape(self) -> tuple:
     return self._shape
 
+  def observe(self, state: pyspiel.State, player: int) -> np.ndarray:
+    """`player`'s observation of `state` (any state of this game, e.g. one
+    a search reached), as the environment gives it."""
+    obs = np.reshape(np.asarray(self._tensor(state, player), np.float32),
+                     self._shape)
+    if self._planes is not None and player == 1:  # The two planes swapped.
+      obs[list(self._planes)] = obs[list(self._planes[::-1])]
+    return obs
+
   def _resolve_chance(self, rewards: np.ndarray) -> None:
     while self._state.is_chance_node():
       outcomes, probs = zip(*self._state.chance_outcomes())
@@ -144,12 +153,8 @@ class OpenSpielEnvironment(base.MultiAgentEnvironment):
 
   def _timestep(self, step_type, rewards) -> dm_env.TimeStep:
     state, n = self._state, self._n
-    obs = np.zeros((n,) + self._shape, np.float32)
+    obs = np.stack([self.observe(state, p) for p in range(n)])
     legal = np.zeros((n, self._a), np.float32)
-    for p in range(n):
-      obs[p] = np.reshape(self._tensor(state, p), self._shape)
-    if self._planes is not None:  # Player 1 sees the two planes swapped.
-      obs[1, list(self._planes)] = obs[1, list(self._planes[::-1])]
     if state.is_terminal():
       player = base.TERMINAL
     elif state.is_simultaneous_node():

@@ -201,3 +201,26 @@ def test_game_specs():
   assert steps == 3  # Kuhn poker's longest game.
   assert spec.observations['observation'].shape == (11,)
   assert spec.actions.num_values == 2
+
+
+def test_search_values_a_position_as_the_learner_does():
+  # `MLPPolicy.policy_value` (numpy, what `repertory.play`'s search: player
+  # and `components.search` read) against the TensorFlow network: π over
+  # the legal actions and V = Σ π Q, the value the learner trains.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from repertory.agents.selfplay import networks as networks_lib  # pylint: disable=g-import-not-at-top
+  from repertory.components import networks  # pylint: disable=g-import-not-at-top
+  spec, _ = program_lib.game_specs('openspiel:connect_four/relative',
+                                   selfplay.Config())
+  network = networks_lib.make_network(spec, (16,), conv_channels=(4,))
+  rng = np.random.default_rng(0)
+  boards = rng.integers(0, 2, size=(5, 3, 6, 7)).astype(np.float32)
+  legal = rng.integers(0, 2, size=(5, 7)).astype(np.float32)
+  legal[:, 0] = 1.0
+  out = network(tf.constant(boards))
+  pi = tf.nn.softmax(networks_lib.masked_logits(out.logits, legal)).numpy()
+  probs, value = league_lib.MLPPolicy(
+      networks.get_variables(network)).policy_value(boards, legal)
+  np.testing.assert_allclose(probs, pi, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(value, np.sum(pi * out.q.numpy(), -1),
+                             rtol=1e-4, atol=1e-5)
