@@ -10,9 +10,10 @@ Training runs `python -m repertory.run --agent=selfplay` (local_mt) for
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
 go to `<out>/connect_four.json`. `--snapshots=main@v600,main@v1200` also
 plays those league snapshots (a win-rate curve over the run).
-`--search=100` also plays the trained network searching with that many
-simulations per move (`repertory.play`'s `search:100:run:<out>` player:
-OpenSpiel's MCTS with the network's priors and values).
+`--search=100` also plays the trained network (and the snapshots) searching
+with that many simulations per move (`repertory.play`'s
+`search:100:run:<out>` player: OpenSpiel's MCTS with the network's priors
+and values).
 """
 
 import json
@@ -110,8 +111,12 @@ def main(argv):
       results.setdefault(f'search:{_SEARCH.value}', {})[opponent] = play(
           logdir, opponent, search=_SEARCH.value)
     for snapshot in _SNAPSHOTS.value:
-      results.setdefault('snapshots_played', {}).setdefault(
-          snapshot, {})[opponent] = play(logdir, opponent, snapshot)
+      played = results.setdefault('snapshots_played', {}).setdefault(
+          snapshot, {})
+      played[opponent] = play(logdir, opponent, snapshot)
+      if _SEARCH.value:
+        played[f'search:{_SEARCH.value}'] = play(logdir, opponent, snapshot,
+                                                 search=_SEARCH.value)
   results['greedy'] = _GREEDY.value
   with open(os.path.join(logdir, 'connect_four.json'), 'w') as f:
     json.dump(results, f, indent=1)

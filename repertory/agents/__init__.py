@@ -17,6 +17,7 @@ AGENTS = {
     'ppo': 'repertory.agents.ppo',
     'a3c': 'repertory.agents.a3c',
     'selfplay': 'repertory.agents.selfplay',
+    'alphazero': 'repertory.agents.alphazero',
 }
 
 

@@ -61,12 +61,6 @@ def game_specs(env: Any, config: config_lib.Config):
     return multiagent.player_spec(game), int(steps)
 
 
-def make_evaluation_environment(env: Any, seed: int):
-  """The learner's seat (alternating) against a uniformly random player."""
-  return multiagent.VersusEnvironment(
-      environments.make(env, seed=seed), multiagent.RandomOpponent(seed))
-
-
 def league_identity(config: config_lib.Config,
                     experiment: experiment_lib.ExperimentConfig) -> dict:
   """What makes a league directory this run's: a league of another game or
@@ -131,10 +125,11 @@ def make_program(config: config_lib.Config,
   with program.group('monitor'):
     monitor = program.add_node(launch.CourierNode(
         monitor_lib.RunMonitor, counter=counter,
-        make_environment=functools.partial(make_evaluation_environment,
-                                           experiment.env,
-                                           experiment.eval_seed),
-        make_eval_actor=functools.partial(acting.EvalActor, config=config),
+        make_environment=functools.partial(
+            league_lib.against_random, experiment.env, experiment.eval_seed),
+        make_eval_actor=functools.partial(
+            league_lib.EvalActor,
+            lstm_size=config.lstm_size if config.use_lstm else None),
         variable_source=learner,
         logdir=experiment.logdir, max_actor_steps=experiment.max_actor_steps,
         stop_at_return=experiment.stop_at_return,

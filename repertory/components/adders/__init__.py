@@ -4,6 +4,7 @@
 - `SequenceAdder`: overlapping sequences with stored recurrent state (R2D2).
 - `EpisodeAdder`: whole episodes.
 - `UnrollAdder`: batched [T + 1] unrolls of N environments (IMPALA, SEED, PPO).
+- `PositionAdder`: single positions, no time axis (AlphaZero's targets).
 - `PerEnvironmentAdder`: a batched actor's steps fanned out to one adder per
   environment (any of the above that follow one episode at a time).
 
@@ -19,6 +20,8 @@ from repertory.components.adders.episode import EpisodeAdder
 from repertory.components.adders.fan_out import PerEnvironmentAdder
 from repertory.components.adders.n_step import n_step_transition_signature
 from repertory.components.adders.n_step import NStepTransitionAdder
+from repertory.components.adders.positions import position_signature
+from repertory.components.adders.positions import PositionAdder
 from repertory.components.adders.sequence import EndBehavior
 from repertory.components.adders.sequence import sequence_signature
 from repertory.components.adders.sequence import SequenceAdder

@@ -5,6 +5,8 @@ to play many frozen opponents at once.
 See `league.py` for the usage loop.
 """
 
+from repertory.components.league.eval_actor import against_random
+from repertory.components.league.eval_actor import EvalActor
 from repertory.components.league.league import check_architecture
 from repertory.components.league.league import exploiter_name
 from repertory.components.league.league import League

@@ -2,12 +2,14 @@
 
 V-trace / IMPALA (`vtrace`), GAE + PPO (`ppo`), transformed n-step double Q
 and R2D2 priorities (`n_step_q`, `value_rescaling`), A3C (`actor_critic`),
-prioritized-replay importance weights (`importance_weights`).
+prioritized-replay importance weights (`importance_weights`); AlphaZero's
+policy and value loss on positions `[B, ...]` (`alphazero`).
 """
 
 from repertory.components.losses.actor_critic import actor_critic_loss
 from repertory.components.losses.actor_critic import actor_critic_loss_from_log_probs
 from repertory.components.losses.actor_critic import discounted_returns
+from repertory.components.losses.alphazero import alphazero_loss
 from repertory.components.losses.base import categorical_entropy
 from repertory.components.losses.base import categorical_log_prob
 from repertory.components.losses.base import gaussian_entropy

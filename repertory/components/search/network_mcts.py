@@ -4,6 +4,9 @@ on OpenSpiel's own `MCTSBot`.
     evaluator = NetworkEvaluator(policy_value, observe)
     bot = network_bot(game, evaluator, simulations=100)
     action = bot.step(state)
+    # Self-play (AlphaZero): noise at the root, the visits as the target.
+    bot = network_bot(game, evaluator, 100, dirichlet_noise=(0.25, 1.0))
+    target = visit_distribution(bot.mcts_search(state), num_actions)
 
 `policy_value(observations [B, *obs], legal [B, A])` returns the player to
 move's legal-action probabilities `[B, A]` and its expected return `[B]`
@@ -21,7 +24,7 @@ of the player to move is v, its opponent's -v.
 """
 
 import collections
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 from open_spiel.python.algorithms import mcts
@@ -74,26 +77,48 @@ class NetworkEvaluator(mcts.Evaluator):
 
 def check_game(game: pyspiel.Game) -> None:
   """Refuses games the search cannot value (not two-player zero-sum
-  sequential games with perfect information)."""
+  deterministic turn-based games with perfect information)."""
   kind = game.get_type()
   if (game.num_players() != 2 or
       kind.utility != pyspiel.GameType.Utility.ZERO_SUM or
       kind.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL or
+      kind.chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC or
       kind.information != pyspiel.GameType.Information.PERFECT_INFORMATION):
     raise ValueError(
         f'Network search plays two-player zero-sum turn-based games with '
-        f'perfect information (connect_four, tic_tac_toe, ...); '
-        f'{kind.short_name!r} is not one.')
+        f'perfect information and no chance (connect_four, tic_tac_toe, '
+        f'...); {kind.short_name!r} is not one.')
 
 
 def network_bot(game: pyspiel.Game, evaluator: NetworkEvaluator,
-                simulations: int, uct_c: float = 2.0, seed: int = 0,
-                solve: bool = True) -> mcts.MCTSBot:
+                simulations: int, uct_c: float = 2.0, seed: Any = 0,
+                solve: bool = True,
+                dirichlet_noise: Optional[Tuple[float, float]] = None
+                ) -> mcts.MCTSBot:
   """OpenSpiel's MCTS bot with PUCT selection over `evaluator`'s priors; it
-  plays the most visited move (no exploration noise)."""
+  plays the most visited move. `dirichlet_noise` = (ε, α) mixes
+  Dirichlet(α) noise into the root's priors with weight ε (AlphaZero's
+  self-play exploration); None: none. `seed`: an int or a
+  `np.random.RandomState` (tie-breaking, noise)."""
   check_game(game)
   if simulations < 1:
     raise ValueError(f'simulations must be >= 1, got {simulations}.')
+  random_state = (seed if isinstance(seed, np.random.RandomState)
+                  else np.random.RandomState(seed))
   return mcts.MCTSBot(game, uct_c, int(simulations), evaluator, solve=solve,
-                      random_state=np.random.RandomState(seed),
-                      child_selection_fn=mcts.SearchNode.puct_value)
+                      random_state=random_state,
+                      child_selection_fn=mcts.SearchNode.puct_value,
+                      dirichlet_noise=dirichlet_noise)
+
+
+def visit_distribution(root: mcts.SearchNode, num_actions: int
+                       ) -> np.ndarray:
+  """The root's visit counts as a distribution over the actions `[A]`
+  (AlphaZero's policy target; 0 for moves never visited)."""
+  visits = np.zeros(num_actions, np.float32)
+  for child in root.children:
+    visits[child.action] = child.explore_count
+  total = visits.sum()
+  if total == 0:  # The root was proven before any child was visited.
+    visits[root.best_child().action] = total = 1.0
+  return visits / total

@@ -105,3 +105,4 @@ class VersusEnvironment(dm_env.Environment):
 
   def close(self) -> None:
     self._env.close()
+
