@@ -66,7 +66,7 @@ def make_program(config: config_lib.Config,
         f'Config.conv_channels={config.conv_channels} convolves board planes '
         f'[C, H, W]; {experiment.env!r} gives observations of shape '
         f'{spec.observations["observation"].shape}; set '
-        '--config.conv_channels= (empty) for an MLP.')
+        "--config.conv_channels='()' for an MLP.")
   program = launch.Program('alphazero')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(

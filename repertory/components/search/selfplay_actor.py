@@ -15,7 +15,9 @@ table (`adders.PositionAdder`): the mover's observation and legal moves,
 the visit distribution ('search_policy') and the mover's final return
 ('outcome'), with the version of the weights that played the game. Weights
 are fetched before each game (every `variable_update_period`-th), so a game
-is played by one version.
+is played by one version. Each move is one actor step, taken from the
+run's exact step budget (`ActorReporter.acquire`); games are counted as
+'games'.
 """
 
 from typing import Any, Optional
@@ -59,9 +61,11 @@ class SearchSelfPlayActor(core.Worker):
     self._adder = adders.PositionAdder(replay, table, actor_id=actor_id)
     self._reporter = episodes.ActorReporter(counter, monitor,
                                             min_interval_s=0.5)
+    self._counter = counter
     self._policy: Optional[policy_lib.MLPPolicy] = None
     self._version = -1
     self.games_played = 0
+    self._games_to_count = 0
 
   def _update_policy(self) -> None:
     self._client.update(wait=self._policy is None)
@@ -70,7 +74,8 @@ class SearchSelfPlayActor(core.Worker):
       self._version = self._client.version
 
   def play_game(self) -> int:
-    """Plays one game and writes its positions; returns how many."""
+    """Plays one game and writes its positions; returns how many (0 if
+    the run's step budget ran out first: an unfinished game writes none)."""
     self._update_policy()
     # A fresh evaluator per game: its cache holds this version's values.
     bot = network_mcts.network_bot(
@@ -81,6 +86,8 @@ class SearchSelfPlayActor(core.Worker):
     state = self._game.new_initial_state()
     positions = []
     while not state.is_terminal():
+      if not self._reporter.acquire(1):  # The run's step budget is spent.
+        return 0
       player = state.current_player()
       root = bot.mcts_search(state)
       target = network_mcts.visit_distribution(root, self._num_actions)
@@ -101,7 +108,11 @@ class SearchSelfPlayActor(core.Worker):
           'search_policy': target,
           'outcome': np.float32(returns[player])})
     self.games_played += 1
+    self._games_to_count += 1
     self._reporter.report(len(positions), [], [])
+    if self._counter is not None and self._games_to_count >= 16:
+      self._counter.futures.increment(games=self._games_to_count)
+      self._games_to_count = 0
     return len(positions)
 
   def run(self, num_games: Optional[int] = None) -> None:
@@ -122,6 +133,9 @@ class SearchSelfPlayActor(core.Worker):
         self.close()
 
   def close(self) -> None:
+    if self._counter is not None and self._games_to_count:
+      self._counter.futures.increment(games=self._games_to_count)
+      self._games_to_count = 0
     self._reporter.flush()
     self._adder.close()
     self._client.close()
