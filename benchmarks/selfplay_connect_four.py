@@ -1,12 +1,14 @@
-r"""Connect Four: train the selfplay agent, then play it against a random
-player and OpenSpiel's MCTS bot as first and as second player.
+r"""Connect Four: train the selfplay (or alphazero) agent, then play it
+against a random player and OpenSpiel's MCTS bot as first and as second
+player.
 
   python benchmarks/selfplay_connect_four.py --seconds=420 --out=/tmp/c4 \
       --games=200 --mcts_simulations=100
 
-Training runs `python -m repertory.run --agent=selfplay` (local_mt) for
-`--seconds`; rerunning with the same --out continues the same run and league
-(train in chunks). `--train=false` only plays. Results (the tables of
+Training runs `python -m repertory.run --agent=selfplay` (local_mt, one
+actor) for `--seconds`; with `--agent=alphazero`, that agent (local_mp,
+`--num_actors` actors). Rerunning with the same --out continues the same run
+(and league) (train in chunks). `--train=false` only plays. Results (the tables of
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
 go to `<out>/connect_four.json`. `--snapshots=main@v600,main@v1200` also
 plays those league snapshots (a win-rate curve over the run).
@@ -42,18 +44,26 @@ _SNAPSHOTS = flags.DEFINE_list('snapshots', [], 'League snapshots to play '
                                'too, e.g. main@v600,main@v1200.')
 _SEARCH = flags.DEFINE_integer('search', 0, 'Also play the network '
                                'searching with this many simulations (0: no).')
+_AGENT = flags.DEFINE_enum('agent', 'selfplay', ['selfplay', 'alphazero'],
+                           'The agent to train.')
+_NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actors (alphazero).')
 _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
                                'play after training.')
 
 
 def train(logdir: str) -> None:
-  command = [sys.executable, '-m', 'repertory.run', '--agent=selfplay',
-             f'--env={_ENV.value}', '--lp_launch_type=local_mt',
-             '--num_actors=1', f'--envs_per_actor={_ENVS.value}',
-             '--max_actor_steps=1000000000000', '--stop_at_return=never',
-             f'--logdir={logdir}', f'--config.matchmaking={_MATCHMAKING.value}',
-             '--config.max_player_steps=21'] + [
-                 f'--config.{c}' for c in _CONFIG.value]
+  command = [sys.executable, '-m', 'repertory.run', f'--agent={_AGENT.value}',
+             f'--env={_ENV.value}', '--max_actor_steps=1000000000000',
+             '--stop_at_return=never', f'--logdir={logdir}']
+  if _AGENT.value == 'selfplay':
+    command += ['--lp_launch_type=local_mt', '--num_actors=1',
+                f'--envs_per_actor={_ENVS.value}',
+                f'--config.matchmaking={_MATCHMAKING.value}',
+                '--config.max_player_steps=21']
+  else:
+    command += ['--lp_launch_type=local_mp',
+                f'--num_actors={_NUM_ACTORS.value}']
+  command += [f'--config.{c}' for c in _CONFIG.value]
   print(' '.join(command), flush=True)
   process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -98,12 +108,14 @@ def main(argv):
   with open(os.path.join(logdir, 'progress.csv')) as f:
     header, *rows = [line.strip().split(',') for line in f if line.strip()]
   results['progress_last'] = dict(zip(header, rows[-1])) if rows else {}
-  with open(os.path.join(logdir, 'league', 'league.json')) as f:
-    league = json.load(f)
-  results['snapshots'] = [
-      {'id': p['id'], 'step': p['step'], 'elo': league['elo'].get(p['id'])}
-      for p in league['players']]
-  results['main_elo'] = league['elo'].get('main')
+  results['snapshots'] = []
+  if _AGENT.value == 'selfplay':
+    with open(os.path.join(logdir, 'league', 'league.json')) as f:
+      league = json.load(f)
+    results['snapshots'] = [
+        {'id': p['id'], 'step': p['step'], 'elo': league['elo'].get(p['id'])}
+        for p in league['players']]
+    results['main_elo'] = league['elo'].get('main')
   for name in _OPPONENTS.value:
     opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
     results[opponent] = play(logdir, opponent)
@@ -122,8 +134,9 @@ def main(argv):
     json.dump(results, f, indent=1)
   print(json.dumps({k: v for k, v in results.items() if k != 'snapshots'},
                    indent=1))
-  print('Elo of snapshots (every 5th):',
-        [(s['step'], round(s['elo'] or 0)) for s in results['snapshots'][::5]])
+  if results['snapshots']:
+    print('Elo of snapshots (every 5th):', [
+        (s['step'], round(s['elo'] or 0)) for s in results['snapshots'][::5]])
 
 
 if __name__ == '__main__':

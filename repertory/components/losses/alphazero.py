@@ -38,6 +38,16 @@ def alphazero_loss(logits: tf.Tensor, value: tf.Tensor,
     'value_loss' (the mean squared error) and 'policy_kl' (KL(π_search ||
     p), the cross-entropy less the target's entropy: 0 when p matches).
   """
+  fn = 'alphazero_loss'
+  logits, value, search_policy, outcome, legal = (
+      base.to_float(x, n) for x, n in ((logits, 'logits'), (value, 'value'),
+                                       (search_policy, 'search_policy'),
+                                       (outcome, 'outcome'), (legal, 'legal')))
+  base.check_rank(logits, 'logits', [2], fn)
+  base.check_same_shape(fn, logits=logits, search_policy=search_policy,
+                        legal=legal)
+  base.check_same_shape(fn, value=value, outcome=outcome)
+  base.check_shape(fn, 'value', value, logits.shape[:1], 'one per position')
   masked = tf.where(legal > 0, logits, tf.fill(tf.shape(logits), _NEG_INF))
   log_p = tf.nn.log_softmax(masked, axis=-1)
   # 0 · log p is 0 also where p is 0 (illegal moves): no NaN from -1e9.

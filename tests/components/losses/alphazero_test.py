@@ -68,3 +68,14 @@ def test_gradients_are_finite_and_zero_on_illegal_moves():
   p = np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum()
   np.testing.assert_allclose(grad_logits.numpy()[0, :2], p - [0.25, 0.75],
                              rtol=1e-5)
+
+
+def test_names_mismatched_inputs():
+  with pytest.raises(ValueError, match=r"alphazero_loss: inputs must share "
+                     r"one shape \(logits's \[2, 3\]\), but search_policy"):
+    losses.alphazero_loss(tf.zeros((2, 3)), tf.zeros(2), tf.zeros((2, 4)),
+                          tf.zeros(2), tf.ones((2, 3)))
+  with pytest.raises(ValueError, match=r'value has shape \[3\], expected '
+                     r'\[2\] \(one per position\)'):
+    losses.alphazero_loss(tf.zeros((2, 3)), tf.zeros(3), tf.zeros((2, 3)),
+                          tf.zeros(3), tf.ones((2, 3)))
