@@ -114,11 +114,13 @@ def network_bot(game: pyspiel.Game, evaluator: NetworkEvaluator,
 def visit_distribution(root: mcts.SearchNode, num_actions: int
                        ) -> np.ndarray:
   """The root's visit counts as a distribution over the actions `[A]`
-  (AlphaZero's policy target; 0 for moves never visited)."""
+  (AlphaZero's policy target; 0 for moves never visited). A root the solver
+  proved (the search stops there) puts all of it on the move it proved
+  best: its visits then say little."""
   visits = np.zeros(num_actions, np.float32)
+  if root.outcome is not None:
+    visits[root.best_child().action] = 1.0
+    return visits
   for child in root.children:
     visits[child.action] = child.explore_count
-  total = visits.sum()
-  if total == 0:  # The root was proven before any child was visited.
-    visits[root.best_child().action] = total = 1.0
-  return visits / total
+  return visits / visits.sum()

@@ -77,3 +77,27 @@ def test_refuses_games_it_cannot_value():
   with pytest.raises(ValueError, match='simulations must be >= 1, got 0'):
     search.network_bot(pyspiel.load_game('tic_tac_toe'),
                        search.NetworkEvaluator(None, None), 0)
+
+
+def test_a_proven_root_puts_the_target_on_the_proven_move():
+  game = pyspiel.load_game('tic_tac_toe')
+  state = _play(game, [0, 3, 1, 4])  # X wins at once with 2.
+
+  def policy_value(observations, legal):
+    return legal / legal.sum(-1, keepdims=True), np.zeros(len(legal))
+
+  bot = search.network_bot(game, search.NetworkEvaluator(
+      policy_value, lambda s, p: np.zeros(1, np.float32)), simulations=50)
+  root = bot.mcts_search(state)
+  assert root.outcome is not None  # Solved before 50 simulations.
+  target = search.visit_distribution(root, 9)
+  np.testing.assert_array_equal(target, np.eye(9)[2])
+  # An unsolved root: the visit counts, normalised.
+  root = search.network_bot(game, search.NetworkEvaluator(
+      policy_value, lambda s, p: np.zeros(1, np.float32)),
+                            simulations=30, solve=False).mcts_search(state)
+  visits = np.zeros(9)
+  for child in root.children:
+    visits[child.action] = child.explore_count
+  np.testing.assert_allclose(search.visit_distribution(root, 9),
+                             visits / visits.sum(), rtol=1e-6)
