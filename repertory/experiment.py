@@ -175,13 +175,21 @@ def add_monitor(program: launch.Program,
                 counter: Any,
                 variable_source: Any,
                 make_eval_actor: Callable[[Any], core.Actor],
-                replay: Any = None) -> Any:
+                replay: Any = None,
+                make_environment: Optional[Callable[[], Any]] = None,
+                metadata: Optional[Dict[str, Any]] = None) -> Any:
   """Adds the run monitor (progress, stopping, final evaluation, results)
   and, when `experiment` asks for periodic evaluation, the evaluator node
-  (group 'evaluator'). Returns the monitor's handle."""
-  from repertory import environments  # pylint: disable=g-import-not-at-top
-  make_environment = functools.partial(
-      environments.make, experiment.env, seed=experiment.eval_seed)
+  (group 'evaluator'). Returns the monitor's handle.
+
+  `make_environment` builds the evaluation environment (default:
+  `experiment.env` seeded with `eval_seed`; the self-play agents' is the
+  learner's seat against a random player); `metadata` adds to what
+  results.json records of the run."""
+  if make_environment is None:
+    from repertory import environments  # pylint: disable=g-import-not-at-top
+    make_environment = functools.partial(
+        environments.make, experiment.env, seed=experiment.eval_seed)
   metadata = {
       'agent': experiment.agent,
       'env': env_name(experiment.env),
@@ -189,6 +197,7 @@ def add_monitor(program: launch.Program,
       'num_actors': experiment.num_actors,
       'envs_per_actor': experiment.envs_per_actor,
       'seed': experiment.seed,
+      **(metadata or {}),
   }
   with program.group('monitor'):
     monitor = program.add_node(launch.CourierNode(

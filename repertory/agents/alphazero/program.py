@@ -24,7 +24,6 @@ from repertory.components import adders
 from repertory.components import league
 from repertory.components import replay as replay_lib
 from repertory.components import search
-from repertory.components.evaluation import monitor as monitor_lib
 from repertory.environments import multiagent
 
 
@@ -76,24 +75,11 @@ def make_program(config: config_lib.Config,
     learner = program.add_node(launch.CourierNode(
         learning.make_learner, config, spec, replay, counter,
         experiment.logdir, experiment.seed, experiment.checkpoint))
-  with program.group('monitor'):
-    monitor = program.add_node(launch.CourierNode(
-        monitor_lib.RunMonitor, counter=counter,
-        make_environment=functools.partial(
-            league.against_random, experiment.env, experiment.eval_seed),
-        make_eval_actor=league.EvalActor,
-        variable_source=learner,
-        logdir=experiment.logdir, max_actor_steps=experiment.max_actor_steps,
-        stop_at_return=experiment.stop_at_return,
-        eval_episodes=experiment.eval_episodes,
-        metadata={'agent': experiment.agent,
-                  'env': experiment_lib.env_name(experiment.env),
-                  'launch_type': experiment.launch_type,
-                  'num_actors': experiment.num_actors,
-                  'simulations': config.simulations,
-                  'seed': experiment.seed},
-        replay=replay,
-        progress_every_seconds=experiment.progress_every_seconds))
+  monitor = experiment_lib.add_monitor(
+      program, experiment, counter, learner, league.EvalActor, replay=replay,
+      make_environment=functools.partial(
+          league.against_random, experiment.env, experiment.eval_seed),
+      metadata={'simulations': config.simulations})
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(

@@ -37,7 +37,6 @@ from repertory.components import adders
 from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import replay as replay_lib
-from repertory.components.evaluation import monitor as monitor_lib
 from repertory.environments import multiagent
 
 
@@ -122,28 +121,15 @@ def make_program(config: config_lib.Config,
     learner = program.add_node(launch.CourierNode(
         learning.SelfPlayLearner, config, spec, replay, counter, league,
         experiment.logdir, num_actors=experiment.num_actors))
-  with program.group('monitor'):
-    monitor = program.add_node(launch.CourierNode(
-        monitor_lib.RunMonitor, counter=counter,
-        make_environment=functools.partial(
-            league_lib.against_random, experiment.env, experiment.eval_seed),
-        make_eval_actor=functools.partial(
-            league_lib.EvalActor,
-            lstm_size=config.lstm_size if config.use_lstm else None),
-        variable_source=learner,
-        logdir=experiment.logdir, max_actor_steps=experiment.max_actor_steps,
-        stop_at_return=experiment.stop_at_return,
-        eval_episodes=experiment.eval_episodes,
-        metadata={'agent': experiment.agent,
-                  'env': experiment_lib.env_name(experiment.env),
-                  'launch_type': experiment.launch_type,
-                  'num_actors': experiment.num_actors,
-                  'matchmaking': config.matchmaking,
-                  'policy_loss': config.policy_loss,
-                  'inference': config.inference,
-                  'seed': experiment.seed},
-        replay=replay,
-        progress_every_seconds=experiment.progress_every_seconds))
+  monitor = experiment_lib.add_monitor(
+      program, experiment, counter, learner,
+      functools.partial(league_lib.EvalActor, lstm_size=(
+          config.lstm_size if config.use_lstm else None)), replay=replay,
+      make_environment=functools.partial(
+          league_lib.against_random, experiment.env, experiment.eval_seed),
+      metadata={'matchmaking': config.matchmaking,
+                'policy_loss': config.policy_loss,
+                'inference': config.inference})
   server = None
   if config.inference == 'server':
     with program.group('inference'):

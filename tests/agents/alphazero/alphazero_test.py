@@ -12,6 +12,7 @@ from repertory import play
 from repertory import testing
 from repertory.agents import alphazero
 from repertory.components import league
+from repertory.components import variables
 from repertory.components.evaluation import evaluator
 
 GAME = 'openspiel:tic_tac_toe'
@@ -71,28 +72,11 @@ def test_learns_from_its_search_and_play_reads_the_run(tmp_path):
   assert [r['games'] for r in rows] == [2, 2]
 
 
-class _Greedy:
-  def __init__(self, weights):
-    self._policy = league.MLPPolicy(weights)
-
-  def select_action(self, observation):
-    action, _ = self._policy.act(observation['observation'][None],
-                                 observation['legal_actions'][None], None,
-                                 greedy=True)
-    return int(action[0])
-
-  def observe_first(self, timestep):
-    pass
-
-  def observe(self, action, next_timestep):
-    pass
-
-  def update(self, wait=False):
-    pass
-
-
 def _return_vs_random(weights, games=600):
-  return evaluator.evaluate(league.against_random(GAME, 7), _Greedy(weights),
+  actor = league.EvalActor(variables.VariableStore({'policy': weights}),
+                           greedy=True)
+  actor.update(wait=True)
+  return evaluator.evaluate(league.against_random(GAME, 7), actor,
                             games).return_mean
 
 
