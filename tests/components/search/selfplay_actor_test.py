@@ -2,6 +2,10 @@
 Reverb table: the mover's view, its legal moves, the search's visit
 distribution and the mover's final return."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pyspiel
 import pytest
@@ -32,15 +36,23 @@ def _child(state, action):
   return child
 
 
-def test_writes_each_position_with_its_search_policy_and_outcome():
-  env = environments.make(GAME)
+def _network():
   network = networks.PolicyValueNetwork(networks.MLPTorso((16,), 3),
                                         num_actions=9)
   network(tf.zeros((1, 3, 3, 3)))
-  source = variables.VariableStore(
-      {'policy': networks.get_variables(network)}, version=3)
-  server = reverb.Server([reverb.Table.queue(
+  return network
+
+
+def _server(env):
+  return reverb.Server([reverb.Table.queue(
       'positions', 1000, signature=adders.position_signature(_example(env)))])
+
+
+def test_writes_each_position_with_its_search_policy_and_outcome():
+  env = environments.make(GAME)
+  source = variables.VariableStore(
+      {'policy': networks.get_variables(_network())}, version=3)
+  server = _server(env)
   try:
     client = reverb.Client(f'localhost:{server.port}')
     actor = search.SearchSelfPlayActor(
@@ -92,3 +104,39 @@ def test_refuses_games_it_cannot_search(game, match):
   with pytest.raises(ValueError, match=match):
     search.SearchSelfPlayActor(game, variables.VariableStore({'policy': {}}),
                                None, 'positions')
+
+
+_NO_TENSORFLOW = """
+import sys
+sys.modules['tensorflow'] = None  # Any import of it fails loudly.
+import numpy as np
+from repertory.components import search, variables
+from repertory.launch import reverb_lite
+source = variables.VariableStore({'policy': dict(np.load(%r))})
+actor = search.SearchSelfPlayActor(%r, source, reverb_lite.connect(%r),
+                                   'positions', simulations=8)
+print('POSITIONS', actor.play_game())
+actor.close()
+print('HEAVY', [m for m in ('tensorflow', 'sonnet')
+                if sys.modules.get(m) is not None])
+"""
+
+
+def test_plays_and_writes_without_tensorflow(tmp_path):
+  weights = os.path.join(tmp_path, 'weights.npz')
+  np.savez(weights, **networks.get_variables(_network()))
+  env = environments.make(GAME)
+  server = _server(env)
+  try:
+    result = subprocess.run(
+        [sys.executable, '-c', _NO_TENSORFLOW % (
+            weights, GAME, f'localhost:{server.port}')],
+        capture_output=True, text=True, timeout=120, check=False)
+    client = reverb.Client(f'localhost:{server.port}')
+    items = testing.read_queue(client, 'positions')
+  finally:
+    server.stop()
+  output = result.stdout + result.stderr
+  assert result.returncode == 0, output
+  assert 'HEAVY []' in result.stdout, output
+  assert f'POSITIONS {len(items)}' in result.stdout and items, output
