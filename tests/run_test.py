@@ -141,13 +141,16 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
   # Wait for a progress line with steps taken (on a loaded machine the first
   # lines can still say actor_steps=0, and a run stopped then has no steps
   # to resume at).
+  seen = []
   for line in process.stdout:
+    seen.append(line)
     taken = re.search(r'actor_steps=(\d+)', line)
     if taken and int(taken.group(1)) > 0:
       break
   process.send_signal(signal.SIGINT)
   stdout, stderr = process.communicate(timeout=300)
-  assert process.returncode != 0
+  assert process.returncode != 0, (''.join(seen) + stdout)[-3000:] + (
+      stderr[-3000:])
   assert 'Traceback' not in stderr, stderr[-3000:]
   assert f'Checkpoints are in {logdir}/checkpoints' in stderr
   resume = stderr.strip().splitlines()[-1].strip()

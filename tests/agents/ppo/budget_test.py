@@ -36,7 +36,7 @@ def test_run_ends_after_its_last_round_when_the_budget_splits_one(tmp_path):
       eval_every_steps=0, logdir=str(tmp_path), launch_type='local_mt',
       progress_every_seconds=60.0)
   config = ppo.Config(unroll_length=5, num_epochs=1, num_minibatches=1,
-                      hidden_sizes=(8,), round_timeout_s=30.0)
+                      hidden_sizes=(8,), round_timeout_s=120.0)
   # A stuck round would end the run by the round timeout, as an error.
   launch.launch(ppo.make_program(config, experiment), launch_type='local_mt',
                 termination_notice_secs=10.0)
