@@ -9,6 +9,7 @@ test_mt with its learner stepped by hand (STYLE.md point 9).
 
 import contextlib
 import importlib.util
+import signal
 import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
@@ -29,6 +30,16 @@ def wait_until(predicate: Callable[[], Any], what: str,
       raise AssertionError(f'Timed out after {timeout:.0f} s waiting for '
                            f'{what}.')
     time.sleep(interval)
+
+
+def like_a_shell() -> None:
+  """A `preexec_fn` that starts a child with SIGINT and SIGTERM unblocked
+  and SIGINT at its default, as a terminal would: a child inherits its
+  parent's signal mask and ignored signals, and a pytest worker's can be
+  changed by what ran in it before (a process that ignores SIGINT at start
+  never turns Ctrl-C into KeyboardInterrupt)."""
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def import_script(path: str, module_name: str) -> Any:

@@ -12,6 +12,7 @@ import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import run
+from repertory import testing
 
 REQUIRED_RESULTS = ('agent', 'env', 'launch_type', 'num_actors', 'actor_steps',
                     'learner_steps', 'wall_seconds', 'actor_steps_per_second',
@@ -137,7 +138,8 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
           '--config.batch_size=2', '--config.hidden_sizes=16']
   process = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', *args, f'--logdir={logdir}'],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      preexec_fn=testing.like_a_shell)
   # Wait for a progress line with steps taken (on a loaded machine the first
   # lines can still say actor_steps=0, and a run stopped then has no steps
   # to resume at).

@@ -8,6 +8,8 @@ import time
 
 import psutil
 
+from repertory import testing
+
 PROGRAM = textwrap.dedent('''
     import os
     import sys
@@ -44,15 +46,6 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def _like_a_shell() -> None:
-  """Starts the launcher with SIGINT unblocked and at its default, as a
-  terminal would: a child inherits its parent's signal mask and ignored
-  signals, and late in a full test run the pytest worker's (changed by
-  libraries loaded in it) left SIGINT undelivered to the launcher."""
-  signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-  signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _signal_state(pid: int) -> str:
   with open(f'/proc/{pid}/status') as f:
     return ' '.join(line.strip() for line in f
@@ -74,7 +67,7 @@ def test_sigint_to_the_launcher_leaves_no_process_behind(tmp_path):
   launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path),
                                'local_mp'],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, preexec_fn=_like_a_shell)
+                              text=True, preexec_fn=testing.like_a_shell)
   try:
     deadline = time.monotonic() + 180
     while not all((tmp_path / f'started_{i}').exists() for i in range(2)):
