@@ -34,6 +34,7 @@ from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import learning
 from repertory.agents.selfplay import networks as networks_lib
 from repertory.components import adders
+from repertory.components.actor_critic import lstm_policy
 from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import replay as replay_lib
@@ -123,8 +124,9 @@ def make_program(config: config_lib.Config,
         experiment.logdir, num_actors=experiment.num_actors))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(league_lib.EvalActor, lstm_size=(
-          config.lstm_size if config.use_lstm else None)), replay=replay,
+      functools.partial(league_lib.EvalActor, make_lstm_policy=(
+          functools.partial(lstm_policy.LSTMPolicy, config.lstm_size)
+          if config.use_lstm else None)), replay=replay,
       make_environment=functools.partial(
           league_lib.against_random, experiment.env, experiment.eval_seed),
       metadata={'matchmaking': config.matchmaking,

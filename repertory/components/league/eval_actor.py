@@ -1,9 +1,10 @@
 """What the run monitor of a self-play agent evaluates with: the learner's
 seat against a random player (`against_random`), played by `EvalActor`
-(the learner's newest weights in numpy: `MLPPolicy`, or with `lstm_size`
-IMPALA's LSTM network, its state running through each game)."""
+(the learner's newest weights in numpy: `MLPPolicy`, or a recurrent
+player from `make_lstm_policy`, e.g. IMPALA's LSTM network, its state
+running through each game)."""
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import dm_env
 import numpy as np
@@ -11,7 +12,6 @@ import numpy as np
 from repertory import core
 from repertory import environments
 from repertory.components import variables
-from repertory.components.actor_critic import lstm_policy
 from repertory.components.league import policy as policy_lib
 from repertory.environments import multiagent
 
@@ -26,18 +26,22 @@ def against_random(env: Any, seed: int) -> multiagent.VersusEnvironment:
 class EvalActor(core.Actor):
   """Acts with the learner's latest weights (variable group
   `variable_name`) on one player's view ({'observation',
-  'legal_actions'}), e.g. the seat of a `VersusEnvironment`."""
+  'legal_actions'}), e.g. the seat of a `VersusEnvironment`.
+
+  `make_lstm_policy(seed=...)` builds a recurrent numpy player instead of
+  `MLPPolicy` (the selfplay agent passes `actor_critic.lstm_policy`'s
+  `LSTMPolicy`: initial_state, act, set_weights)."""
 
   def __init__(self, learner: Any, greedy: bool = False, seed: int = 0,
-               lstm_size: Optional[int] = None,
+               make_lstm_policy: Optional[Callable[..., Any]] = None,
                variable_name: str = 'policy'):
     self._client = variables.VariableClient(learner, variable_name)
     self._greedy = greedy
     self._rng = np.random.default_rng(seed)
     self._policy = None
     self._lstm, self._state = None, None
-    if lstm_size is not None:
-      self._lstm = lstm_policy.LSTMPolicy(lstm_size, seed=seed)
+    if make_lstm_policy is not None:
+      self._lstm = make_lstm_policy(seed=seed)
       self._state = self._lstm.initial_state(1)
 
   def select_action(self, observation: Any) -> int:
