@@ -34,10 +34,10 @@ from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import learning
 from repertory.agents.selfplay import networks as networks_lib
 from repertory.components import adders
-from repertory.components.actor_critic import lstm_policy
 from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import replay as replay_lib
+from repertory.components.actor_critic import lstm_policy
 from repertory.environments import multiagent
 
 
