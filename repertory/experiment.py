@@ -25,7 +25,6 @@ import functools
 import importlib
 import json
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, Union
