@@ -55,6 +55,11 @@ class ActorCriticConfig:
       learner's over the behaviour policy's probability of the action, and
       Â the V-trace policy-gradient advantage, a trust region the V-trace
       loss lacks; None (the default) keeps IMPALA's policy gradient.
+    passes_per_batch: updates the learner makes on each batch (RLlib APPO's
+      `num_epochs`): every pass recomputes V-trace with the current network
+      and applies one clipped Adam update; with `ppo_clip` the later passes
+      are held within ε of the behaviour policy. 1 (the default) is IMPALA's
+      one update per batch.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
@@ -98,6 +103,7 @@ class ActorCriticConfig:
   max_gradient_norm: float = 40.0
   normalize_advantages: bool = False
   ppo_clip: Optional[float] = None
+  passes_per_batch: int = 1
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
@@ -116,7 +122,8 @@ class ActorCriticConfig:
 
   def __post_init__(self):
     positive = ('unroll_length', 'batch_size', 'variable_update_period',
-                'max_queue_size', 'lstm_size', 'learner_log_every')
+                'max_queue_size', 'lstm_size', 'learner_log_every',
+                'passes_per_batch')
     for name in positive:
       value = getattr(self, name)
       if not isinstance(value, int) or value < 1:

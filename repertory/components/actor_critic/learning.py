@@ -5,8 +5,10 @@ One step: sample a batch of unrolls from the Reverb queue, measure the policy
 lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
 IMPALA loss (APPO's clipped surrogate with `ppo_clip`) on rewards times
-`reward_scale` and apply one clipped Adam update (learning rate annealed by
-`learners.LinearDecay`, one update = `batch_size * unroll_length` steps).
+`reward_scale` and apply one clipped Adam update (`passes_per_batch` of
+them, each on V-trace recomputed with the current network, as APPO's
+epochs; learning rate annealed by `learners.LinearDecay`, one batch =
+`batch_size * unroll_length` steps).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -121,13 +123,30 @@ class VTrace(learners.Algorithm):
 
   def _sgd_step(self, data: Dict[str, Any], keep: tf.Tensor
                 ) -> Dict[str, tf.Tensor]:
-    """One update on a batch of unrolls; `keep` [B] bool drops stale ones."""
-    c = self._config
+    """`passes_per_batch` updates on a batch of unrolls; `keep` [B] bool
+    drops stale ones. Returns the first pass's metrics (the batch as the
+    learner found it); 'applied' is whether that pass was applied."""
     u = adders.time_major_transitions(data)
     mask = u.mask * tf.cast(keep, tf.float32)[None]               # [T, B]
-    behaviour_logits = u.extras['logits']                         # [T, B, A]
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
+    metrics = self._sgd_pass(u, mask, state)
+    passes = self._config.passes_per_batch
+
+    def another_pass(i):  # Its update runs: the loop keeps stateful ops.
+      self._sgd_pass(u, mask, state)
+      return (i + 1,)
+
+    if passes > 1:  # A loop, so the graph does not grow with the count.
+      tf.while_loop(lambda i: i < passes - 1, another_pass, (tf.constant(0),))
+    self._version.assign_add(tf.cast(metrics['applied'], tf.int64))
+    return metrics
+
+  def _sgd_pass(self, u: adders.UnrollTransitions, mask: tf.Tensor,
+                state: Any) -> Dict[str, tf.Tensor]:
+    """One clipped Adam update of the IMPALA loss on time-major unrolls."""
+    c = self._config
+    behaviour_logits = u.extras['logits']                         # [T, B, A]
     with tf.GradientTape() as tape:
       outputs, _ = self.network.unroll(u.observation, state, u.first)
       logits = outputs.logits[:-1]                                # [T, B, A]
@@ -154,7 +173,6 @@ class VTrace(learners.Algorithm):
     # A non-finite loss or gradient leaves weights and Adam's state alone.
     applied = learners.apply_if_finite(self.optimizer, gradients, params,
                                        total)
-    self._version.assign_add(tf.cast(applied, tf.int64))
     e = loss.extra
     return {'applied': applied, 'losses/total': total,
             'losses/policy': scale * e['policy_loss'],

@@ -140,3 +140,41 @@ def test_the_graph_is_optimized_by_a_step_that_updates_nothing():
   for _ in range(2):  # The optimised graph updates as the first did.
     train_step(iterator)
     assert algorithm._results.take() is not None  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('in_graph', [False, True])
+def test_passes_per_batch_are_that_many_updates_on_the_batch(in_graph):
+  # Three passes on one batch leave the weights where three one-pass steps on
+  # it do; the version moves once (one batch), the metrics are the first
+  # pass's (the batch as the learner found it). In a graph (as the learner
+  # runs it) the later passes are a loop whose updates must still run.
+  def learner(passes):
+    config = impala.Config(passes_per_batch=passes, ppo_clip=0.2,
+                           hidden_sizes=(8,), batch_size=B)
+    return learning.VTrace(config, CATCH, replay=None, table='queue', seed=3)
+
+  three, one = learner(3), learner(1)
+  data, _ = _batch(three.network, np.random.default_rng(5))
+  keep = np.ones(B, bool)
+  step = three._sgd_step  # pylint: disable=protected-access
+  if in_graph:
+    step = tf.function(step, autograph=False)
+  metrics = step(data, keep)
+  first = one._sgd_step(data, keep)  # pylint: disable=protected-access
+  for _ in range(2):
+    one._sgd_step(data, keep)  # pylint: disable=protected-access
+  for a, b in zip(three.network.trainable_variables,
+                  one.network.trainable_variables):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+  assert int(three._version.numpy()) == 1  # pylint: disable=protected-access
+  assert float(metrics['losses/policy']) == pytest.approx(
+      float(first['losses/policy']), rel=1e-5)
+  moved = [not np.allclose(a.numpy(), b.numpy()) for a, b in zip(
+      three.network.trainable_variables,
+      learner(1).network.trainable_variables)]
+  assert any(moved)
+
+
+def test_passes_per_batch_must_be_positive():
+  with pytest.raises(ValueError, match='passes_per_batch must be a positive'):
+    impala.Config(passes_per_batch=0)
