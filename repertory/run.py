@@ -136,21 +136,52 @@ RESUMABLE_CHANGES = ('experiment.max_actor_steps',
 
 
 def config_differences(old: Dict[str, Any], new: Dict[str, Any],
-                       prefix: str = '') -> List[str]:
-  """'field: old -> new' for each leaf that differs between two configs."""
+                       prefix: str = '',
+                       defaults: Optional[Dict[str, Any]] = None) -> List[str]:
+  """'field: old -> new' for each leaf that differs between two configs.
+
+  A field the old config lacks (added to the code since that run) whose new
+  value is its default in `defaults` (nested like the configs) is no
+  difference: the run trained with that behaviour.
+  """
+  defaults = defaults or {}
   differences = []
   for key in sorted(set(old) | set(new)):
     name = f'{prefix}{key}'
     a, b = old.get(key, '<absent>'), new.get(key, '<absent>')
     if isinstance(a, dict) and isinstance(b, dict):
-      differences += config_differences(a, b, prefix=f'{name}.')
+      sub_defaults = defaults.get(key)
+      differences += config_differences(
+          a, b, prefix=f'{name}.',
+          defaults=sub_defaults if isinstance(sub_defaults, dict) else None)
+    elif key not in old and key in defaults and b == defaults[key]:
+      continue
     elif a != b and name not in RESUMABLE_CHANGES:
       differences.append(f'{name}: {a!r} -> {b!r}')
   return differences
 
 
-def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
-  """True if `logdir` holds a run to resume; exits if its config differs."""
+def _as_saved(config: Dict[str, Any]) -> Dict[str, Any]:
+  """A config as `config.json` holds it (tuples as lists, etc.)."""
+  return checkpointing.upgrade_saved_config(
+      json.loads(json.dumps(config, default=str)))
+
+
+def _default_config(config: Any) -> Optional[Dict[str, Any]]:
+  """The defaults of `config`'s dataclass, or None if it needs arguments."""
+  try:
+    return dataclasses.asdict(type(config)())
+  except (TypeError, ValueError):
+    return None
+
+
+def check_resume(logdir: str, saved: Dict[str, Any],
+                 agent_defaults: Optional[Dict[str, Any]] = None) -> bool:
+  """True if `logdir` holds a run to resume; exits if its config differs.
+
+  `agent_defaults`: the agent's default config (`dataclasses.asdict`), so a
+  field added since the run was started, left at its default, resumes.
+  """
   path = os.path.join(logdir, 'config.json')
   if not os.path.exists(path):
     return False
@@ -158,9 +189,10 @@ def check_resume(logdir: str, saved: Dict[str, Any]) -> bool:
     old = checkpointing.upgrade_saved_config(json.load(f))
   # Upgraded like the saved one, so an agent field that shares a legacy name
   # (selfplay's checkpoint_every_steps) compares equal to itself.
-  new = checkpointing.upgrade_saved_config(
-      json.loads(json.dumps(saved, default=str)))
-  differences = config_differences(old, new)
+  new = _as_saved(saved)
+  defaults = (_as_saved({'agent': agent_defaults})
+              if agent_defaults is not None else None)
+  differences = config_differences(old, new, defaults=defaults)
   if differences:
     sys.exit(f'repertory.run: error: {logdir} holds a run with a different '
              'config; resume it with the same settings or choose another '
@@ -300,7 +332,8 @@ def main(argv: List[str],
       print(f'repertory.run: warning: {warning}', file=sys.stderr, flush=True)
   except rundir.RunDirError as e:
     sys.exit(f'repertory.run: error: {e}')
-  resuming = check_resume(experiment.logdir, saved)
+  resuming = check_resume(experiment.logdir, saved,
+                          agent_defaults=_default_config(config))
   attempt = rundir.start_attempt(experiment.logdir, saved)
   results_path = os.path.join(experiment.logdir, 'results.json')
   print(f'repertory: {experiment.agent} on {experiment.env}, '

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from repertory import experiment as experiment_lib
 from repertory import run
 from repertory.agents import impala
@@ -53,3 +55,39 @@ def test_rerun_with_a_changed_config_is_refused(tmp_path):
   assert sorted(os.listdir(logdir)) == ['config.json']  # Nothing started.
   with open(os.path.join(logdir, 'config.json')) as f:
     assert json.load(f) == json.loads(json.dumps(saved, default=str))
+
+
+def test_a_field_added_since_the_run_resumes_at_its_default(tmp_path):
+  # A run started before `passes_per_batch` existed has no such field in its
+  # config.json; resuming it with the field at its default is the same run,
+  # with the field set otherwise it is not.
+  logdir = str(tmp_path)
+  defaults = dataclasses.asdict(impala.Config())
+  older = {k: v for k, v in defaults.items() if k != 'passes_per_batch'}
+  with open(os.path.join(logdir, 'config.json'), 'w') as f:
+    json.dump({'agent': older, 'experiment': {'seed': 0}}, f, default=str)
+
+  same = {'agent': defaults, 'experiment': {'seed': 0}}
+  assert run.check_resume(logdir, same, agent_defaults=defaults)
+  changed = {'agent': dataclasses.asdict(impala.Config(passes_per_batch=4)),
+             'experiment': {'seed': 0}}
+  with pytest.raises(SystemExit, match=r"passes_per_batch: '<absent>' -> 4"):
+    run.check_resume(logdir, changed, agent_defaults=defaults)
+  # Without the defaults (an agent whose config needs arguments) any added
+  # field is a difference, as before.
+  with pytest.raises(SystemExit, match='passes_per_batch'):
+    run.check_resume(logdir, same)
+
+
+def test_config_differences_skips_only_absent_fields_at_their_default():
+  defaults = {'agent': {'a': 1, 'b': [64, 64]}}
+  old = {'agent': {'b': [64, 64]}}
+  assert run.config_differences(old, {'agent': {'a': 1, 'b': [64, 64]}},
+                                defaults=defaults) == []
+  assert run.config_differences(old, {'agent': {'a': 2, 'b': [64, 64]}},
+                                defaults=defaults) == [
+                                    "agent.a: '<absent>' -> 2"]
+  # A field present in both is compared whatever its default.
+  assert run.config_differences({'agent': {'a': 2, 'b': [64, 64]}},
+                                {'agent': {'a': 1, 'b': [64, 64]}},
+                                defaults=defaults) == ['agent.a: 2 -> 1']
