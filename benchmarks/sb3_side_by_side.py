@@ -53,7 +53,9 @@ import psutil
 _RUNS = flags.DEFINE_list('runs', ['sb3', 'ppo', 'impala', 'seed'],
                           'Runners, in order: sb3, ppo, impala, seed, '
                           'ppo_sb3 (repertory PPO with every SB3 rl-zoo '
-                          'setting spelled out, SB3\'s round shape), or '
+                          'setting spelled out, SB3\'s round shape), '
+                          'impala_appo / seed_appo (docs/impala.md\'s '
+                          'flags that stay solved, a 150k budget), or '
                           'ppo_mt / impala_mt (as ppo / impala, in one '
                           'process: --lp_launch_type=local_mt).')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds, each runner.')
@@ -101,6 +103,14 @@ _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.learning_rate=5e-4', '--config.unroll_length=20',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
+# docs/impala.md's flags with which IMPALA and SEED stay solved on CartPole:
+# APPO's clip over 4 passes per batch, a short queue, and the learning rate
+# annealed to 0 over the run's budget (`_BUDGET`), as SB3's over its 100k.
+_APPO_FLAGS = [f for f in _IMPALA_FLAGS
+               if not f.startswith('--config.learning_rate=')] + [
+    '--config.learning_rate=1e-3', '--config.passes_per_batch=4',
+    '--config.ppo_clip=0.2', '--config.entropy_cost=0',
+    '--config.max_queue_size=8', '--config.learning_rate_anneal_steps=150000']
 # Repertory PPO with SB3's rl-zoo run spelled out: its round (8 environments
 # x 32 steps = 256, one minibatch, 20 epochs), SB3's MlpPolicy network
 # (separate 64-64 tanh MLPs, orthogonal init), no value clipping, SB3's value
@@ -122,8 +132,10 @@ _PPO_SB3_FLAGS = ['--num_actors=2', '--envs_per_actor=4',
 # PPO's schedules anneal over the run's budget (max_actor_steps, as SB3's
 # over total_timesteps): its runners get SB3's 100k; IMPALA and SEED run
 # until the benchmark ends them.
-_BUDGET = {'ppo': 100_000, 'ppo_sb3': 100_000}
-_RUNNERS = ('sb3', 'ppo', 'ppo_sb3', 'impala', 'seed', 'ppo_mt', 'impala_mt')
+_BUDGET = {'ppo': 100_000, 'ppo_sb3': 100_000, 'impala_appo': 150_000,
+           'seed_appo': 150_000}
+_RUNNERS = ('sb3', 'ppo', 'ppo_sb3', 'impala', 'seed', 'impala_appo',
+            'seed_appo', 'ppo_mt', 'impala_mt')
 
 
 def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
@@ -131,9 +143,11 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
   in_threads = runner.endswith('_mt')
   runner = runner[:-len('_mt')] if in_threads else runner
   agent = {'ppo': 'ppo', 'ppo_sb3': 'ppo', 'impala': 'impala',
-           'seed': 'seed'}[runner]
+           'seed': 'seed', 'impala_appo': 'impala',
+           'seed_appo': 'seed'}[runner]
   extra = {'ppo': [], 'ppo_sb3': _PPO_SB3_FLAGS, 'impala': _IMPALA_FLAGS,
-           'seed': _IMPALA_FLAGS}[runner]
+           'seed': _IMPALA_FLAGS, 'impala_appo': _APPO_FLAGS,
+           'seed_appo': _APPO_FLAGS}[runner]
   if in_threads:
     extra = extra + ['--lp_launch_type=local_mt']
   budget = _BUDGET.get(runner, 100_000_000)
@@ -349,6 +363,9 @@ def print_table(results: List[Dict[str, Any]]) -> None:
                       '(2 x 4 envs, 1 minibatch), local_mp',
            'impala': 'repertory IMPALA (README\'s CartPole flags), local_mp',
            'seed': 'repertory SEED (IMPALA\'s flags), local_mp',
+           'impala_appo': 'repertory IMPALA, docs/impala.md\'s flags that '
+                          'stay solved (150k budget), local_mp',
+           'seed_appo': 'repertory SEED, the same flags, local_mp',
            'ppo_mt': 'repertory PPO (defaults), local_mt (one process)',
            'impala_mt': 'repertory IMPALA (README\'s CartPole flags), '
                         'local_mt (one process)'}
