@@ -181,11 +181,14 @@ class RunMonitor:
       if self._budget is None:  # Resumed runs continue from their count.
         counted = int(self._counter.get_counts().get('actor_steps', 0))
         self._budget = counting.StepsBudget(self._max_actor_steps, counted)
+    # Counted before the budget hears of them: once the budget shows the
+    # last steps used, the monitor's loop may finish at once, and its
+    # results must hold them.
+    if used:
+      self._counter.increment(actor_steps=used)
     granted = self._budget.acquire(holder, used, wanted, first)
     if self._finishing.is_set():
       granted = 0  # Done (e.g. solved): actors wait for the stop.
-    if used:
-      self._counter.increment(actor_steps=used)
     if self._budget.exhausted():
       self._wake.set()
     return granted

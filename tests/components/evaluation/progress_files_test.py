@@ -116,3 +116,29 @@ def test_once_done_actors_get_no_steps_and_late_evaluations_no_row(tmp_path):
     rows = [r for r in csv.DictReader(f) if r['eval_return_mean']]
   assert [int(r['actor_steps']) for r in rows] == [100, 100]
   assert float(rows[-1]['eval_return_mean']) == results['eval_return_mean']
+
+
+def test_the_budget_spent_means_the_steps_are_counted(tmp_path):
+  """The monitor's loop finishes as soon as the budget shows its last steps
+  used, so by then the counter must hold them: results.json read 190 of a
+  200-step budget when the loop saw the budget between the two."""
+  seen_by_counter = []
+
+  class _Counter(counting.Counter):
+
+    def increment(self, **counts):
+      # What the monitor's loop would see at this moment.
+      seen_by_counter.append(monitor._done())  # pylint: disable=protected-access
+      return super().increment(**counts)
+
+  monitor = monitor_lib.RunMonitor(
+      counter=_Counter(), make_environment=lambda: environments.make('catch'),
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=200, eval_episodes=1)
+  assert monitor.acquire_steps('actor/0', 0, 100, first=True) == 100
+  assert monitor.acquire_steps('actor/0', 100, 100) == 100
+  assert monitor.acquire_steps('actor/0', 100, 0) == 0
+  # Not done at any increment: done only after the last one is counted.
+  assert seen_by_counter == [False, False]
+  assert monitor._done()  # pylint: disable=protected-access
+  assert monitor.finish()['actor_steps'] == 200
