@@ -120,8 +120,8 @@ def test_once_done_actors_get_no_steps_and_late_evaluations_no_row(tmp_path):
 
 def test_the_budget_spent_means_the_steps_are_counted(tmp_path):
   """The monitor's loop finishes as soon as the budget shows its last steps
-  used, so by then the counter must hold them: results.json read 190 of a
-  200-step budget when the loop saw the budget between the two."""
+  used, so by then the counter must hold them (results.json reads the
+  counter)."""
   seen_by_counter = []
 
   class _Counter(counting.Counter):
