@@ -167,20 +167,36 @@ def _as_saved(config: Dict[str, Any]) -> Dict[str, Any]:
       json.loads(json.dumps(config, default=str)))
 
 
-def _default_config(config: Any) -> Optional[Dict[str, Any]]:
-  """The defaults of `config`'s dataclass, or None if it needs arguments."""
+def _default_config(config: Any) -> Dict[str, Any]:
+  """The defaults of `config`'s dataclass: all of them if it builds without
+  arguments (its `__post_init__` applied), else those of the fields that
+  have one."""
   try:
     return dataclasses.asdict(type(config)())
   except (TypeError, ValueError):
-    return None
+    pass
+  defaults = {}
+  for field in dataclasses.fields(config):
+    if field.default is not dataclasses.MISSING:
+      value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+      value = field.default_factory()
+    else:
+      continue
+    defaults[field.name] = (dataclasses.asdict(value)
+                            if dataclasses.is_dataclass(value) else value)
+  return defaults
 
 
 def check_resume(logdir: str, saved: Dict[str, Any],
-                 agent_defaults: Optional[Dict[str, Any]] = None) -> bool:
+                 agent_defaults: Optional[Dict[str, Any]] = None,
+                 experiment_defaults: Optional[Dict[str, Any]] = None
+                 ) -> bool:
   """True if `logdir` holds a run to resume; exits if its config differs.
 
-  `agent_defaults`: the agent's default config (`dataclasses.asdict`), so a
-  field added since the run was started, left at its default, resumes.
+  `agent_defaults`, `experiment_defaults`: the defaults of the two configs'
+  fields (`_default_config`), so a field added since the run was started,
+  left at its default, resumes.
   """
   path = os.path.join(logdir, 'config.json')
   if not os.path.exists(path):
@@ -190,8 +206,8 @@ def check_resume(logdir: str, saved: Dict[str, Any],
   # Upgraded like the saved one, so an agent field that shares a legacy name
   # (selfplay's checkpoint_every_steps) compares equal to itself.
   new = _as_saved(saved)
-  defaults = (_as_saved({'agent': agent_defaults})
-              if agent_defaults is not None else None)
+  defaults = _as_saved({'agent': agent_defaults or {},
+                        'experiment': experiment_defaults or {}})
   differences = config_differences(old, new, defaults=defaults)
   if differences:
     sys.exit(f'repertory.run: error: {logdir} holds a run with a different '
@@ -333,7 +349,8 @@ def main(argv: List[str],
   except rundir.RunDirError as e:
     sys.exit(f'repertory.run: error: {e}')
   resuming = check_resume(experiment.logdir, saved,
-                          agent_defaults=_default_config(config))
+                          agent_defaults=_default_config(config),
+                          experiment_defaults=_default_config(experiment))
   attempt = rundir.start_attempt(experiment.logdir, saved)
   results_path = os.path.join(experiment.logdir, 'results.json')
   print(f'repertory: {experiment.agent} on {experiment.env}, '

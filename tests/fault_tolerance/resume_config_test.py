@@ -91,3 +91,38 @@ def test_config_differences_skips_only_absent_fields_at_their_default():
   assert run.config_differences({'agent': {'a': 2, 'b': [64, 64]}},
                                 {'agent': {'a': 1, 'b': [64, 64]}},
                                 defaults=defaults) == ['agent.a: 2 -> 1']
+
+
+def test_an_experiment_field_added_since_the_run_resumes_at_its_default(
+    tmp_path):
+  # The same for the experiment's settings (as if `envs_per_actor` had been
+  # added since the run started).
+  logdir = str(tmp_path)
+  experiment = experiment_lib.ExperimentConfig(logdir=logdir)
+  saved = {'agent': dataclasses.asdict(impala.Config()),
+           'experiment': dataclasses.asdict(experiment)}
+  older = json.loads(json.dumps(saved, default=str))
+  del older['experiment']['envs_per_actor']
+  with open(os.path.join(logdir, 'config.json'), 'w') as f:
+    json.dump(older, f)
+
+  defaults = run._default_config(experiment)  # pylint: disable=protected-access
+  assert run.check_resume(logdir, saved, experiment_defaults=defaults)
+  changed = dict(saved, experiment=dataclasses.asdict(
+      dataclasses.replace(experiment, envs_per_actor=3)))
+  with pytest.raises(SystemExit,
+                     match=r"experiment.envs_per_actor: '<absent>' -> 3"):
+    run.check_resume(logdir, changed, experiment_defaults=defaults)
+
+
+def test_default_config_of_a_config_that_needs_arguments():
+  # Only the fields that have a default are known defaults; a required field
+  # added since a run has none, so it stays a difference.
+  @dataclasses.dataclass
+  class Needs:
+    required: int
+    rate: float = 0.5
+    sizes: tuple = dataclasses.field(default_factory=lambda: (64, 64))
+
+  assert run._default_config(Needs(required=1)) == {  # pylint: disable=protected-access
+      'rate': 0.5, 'sizes': (64, 64)}
