@@ -103,14 +103,16 @@ _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.learning_rate=5e-4', '--config.unroll_length=20',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
-# docs/impala.md's flags with which IMPALA and SEED stay solved on CartPole:
-# APPO's clip over 4 passes per batch, a short queue, and the learning rate
-# annealed to 0 over the run's budget (`_BUDGET`), as SB3's over its 100k.
+# docs/impala.md's flags with which SEED stays solved on CartPole: APPO's
+# clip over 4 passes per batch, a short queue, and the learning rate
+# annealed to 0 over the run's budget (`_BUDGET`), as SB3's over its 100k;
+# IMPALA anneals the clip too.
 _APPO_FLAGS = [f for f in _IMPALA_FLAGS
                if not f.startswith('--config.learning_rate=')] + [
     '--config.learning_rate=1e-3', '--config.passes_per_batch=4',
     '--config.ppo_clip=0.2', '--config.entropy_cost=0',
     '--config.max_queue_size=8', '--config.learning_rate_anneal_steps=150000']
+_IMPALA_APPO_FLAGS = _APPO_FLAGS + ['--config.anneal_ppo_clip=true']
 # Repertory PPO with SB3's rl-zoo run spelled out: its round (8 environments
 # x 32 steps = 256, one minibatch, 20 epochs), SB3's MlpPolicy network
 # (separate 64-64 tanh MLPs, orthogonal init), no value clipping, SB3's value
@@ -146,7 +148,7 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
            'seed': 'seed', 'impala_appo': 'impala',
            'seed_appo': 'seed'}[runner]
   extra = {'ppo': [], 'ppo_sb3': _PPO_SB3_FLAGS, 'impala': _IMPALA_FLAGS,
-           'seed': _IMPALA_FLAGS, 'impala_appo': _APPO_FLAGS,
+           'seed': _IMPALA_FLAGS, 'impala_appo': _IMPALA_APPO_FLAGS,
            'seed_appo': _APPO_FLAGS}[runner]
   if in_threads:
     extra = extra + ['--lp_launch_type=local_mt']
@@ -331,6 +333,7 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
   figures = analyse(_read_episodes(episodes_path), t0, first_step)
   figures.update({
       'runner': runner, 'seed': seed, 'command': ' '.join(command[1:]),
+      'extra_flags': [] if runner == 'sb3' else list(_EXTRA.value),
       'returncode': process.returncode, 'watched_s': ended - t0,
       'total_s': time.time() - t0, 'peak_pss_gb': peak_pss / 2**30,
       'exit_s': ended - t0 if exited_by_itself else None,
@@ -365,7 +368,8 @@ def print_table(results: List[Dict[str, Any]]) -> None:
            'seed': 'repertory SEED (IMPALA\'s flags), local_mp',
            'impala_appo': 'repertory IMPALA, docs/impala.md\'s flags that '
                           'stay solved (150k budget), local_mp',
-           'seed_appo': 'repertory SEED, the same flags, local_mp',
+           'seed_appo': 'repertory SEED, docs/impala.md\'s flags that '
+                        'stay solved (150k budget), local_mp',
            'ppo_mt': 'repertory PPO (defaults), local_mt (one process)',
            'impala_mt': 'repertory IMPALA (README\'s CartPole flags), '
                         'local_mt (one process)'}
@@ -374,10 +378,12 @@ def print_table(results: List[Dict[str, Any]]) -> None:
         'process tree | fell below 400 after 475 | the command exited '
         '(--own_stop) | loadavg at start |')
   print('|---|---|---|---|---|---|---|---|---|')
+  # One row per runner and --extra_flag set, named with those flags.
   by_runner = collections.OrderedDict()
   for r in results:
-    by_runner.setdefault(r['runner'], []).append(r)
-  for runner, rs in by_runner.items():
+    key = (r['runner'], tuple(r.get('extra_flags', ())))
+    by_runner.setdefault(key, []).append(r)
+  for (runner, extra_flags), rs in by_runner.items():
     rs.sort(key=lambda r: r['seed'])
     startups = [r['startup_s'] for r in rs if r['startup_s'] is not None]
     rates = [r.get('steps_per_s') for r in rs if r.get('steps_per_s')]
@@ -385,7 +391,8 @@ def print_table(results: List[Dict[str, Any]]) -> None:
     loads = [r['loadavg_start'][0] + ('*' if r['high_load'] else '')
              for r in rs]
     cells = [
-        names.get(runner, runner),
+        names.get(runner, runner) + (
+            ', with ' + ' '.join(extra_flags) if extra_flags else ''),
         _fmt([r['solve_s'] for r in rs], '{:.1f}', ' s'),
         (f'{min(startups):.1f}-{max(startups):.1f} s' if startups else '-'),
         (f'{min(rates) / 1e3:.1f}-{max(rates) / 1e3:.1f}k' if rates else '-'),

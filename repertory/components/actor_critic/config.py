@@ -55,6 +55,9 @@ class ActorCriticConfig:
       learner's over the behaviour policy's probability of the action, and
       Â the V-trace policy-gradient advantage, a trust region the V-trace
       loss lacks; None (the default) keeps IMPALA's policy gradient.
+    anneal_ppo_clip: decay `ppo_clip` linearly to 0 with the learning rate
+      (over `learning_rate_anneal_steps`, the same per-update fraction), as
+      SB3's rl-zoo clip range and PPO's `anneal_clip_epsilon`; needs both.
     passes_per_batch: updates the learner makes on each batch (RLlib APPO's
       `num_epochs`): every pass recomputes V-trace with the current network
       and applies one clipped Adam update; with `ppo_clip` the later passes
@@ -103,6 +106,7 @@ class ActorCriticConfig:
   max_gradient_norm: float = 40.0
   normalize_advantages: bool = False
   ppo_clip: Optional[float] = None
+  anneal_ppo_clip: bool = False
   passes_per_batch: int = 1
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
@@ -151,6 +155,13 @@ class ActorCriticConfig:
       value = getattr(self, name)
       if value is not None and value <= 0:
         raise ValueError(f'Config.{name} must be > 0 or None, got {value!r}.')
+    if self.anneal_ppo_clip and (self.ppo_clip is None
+                                 or not self.learning_rate_anneal_steps):
+      raise ValueError(
+          'Config.anneal_ppo_clip=True needs ppo_clip and '
+          'learning_rate_anneal_steps set, got ppo_clip='
+          f'{self.ppo_clip!r}, learning_rate_anneal_steps='
+          f'{self.learning_rate_anneal_steps!r}.')
     self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
     if not self.hidden_sizes or min(self.hidden_sizes) < 1:
       raise ValueError('Config.hidden_sizes must be a non-empty sequence of '

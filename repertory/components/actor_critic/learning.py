@@ -7,8 +7,8 @@ lag of each (learner version - behaviour version), drop those beyond
 IMPALA loss (APPO's clipped surrogate with `ppo_clip`) on rewards times
 `reward_scale` and apply one clipped Adam update (`passes_per_batch` of
 them, each on V-trace recomputed with the current network, as APPO's
-epochs; learning rate annealed by `learners.LinearDecay`, one batch =
-`batch_size * unroll_length` steps).
+epochs; learning rate, and with `anneal_ppo_clip` the clip, annealed by
+`learners.LinearDecay`, one batch = `batch_size * unroll_length` steps).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
 discount that came with it) and the actor's a_t and behaviour logits on o_t.
@@ -53,6 +53,11 @@ class VTrace(learners.Algorithm):
         'learning_rate', config.learning_rate,
         config.batch_size * config.unroll_length,
         config.learning_rate_anneal_steps)
+    # APPO's clip, a Variable when annealed with the learning rate.
+    self._ppo_clip = learners.LinearDecay(
+        'ppo_clip', config.ppo_clip or 0.0,
+        config.batch_size * config.unroll_length,
+        config.learning_rate_anneal_steps if config.anneal_ppo_clip else 0)
     self.optimizer = snt.optimizers.Adam(self._learning_rate.value,
                                          epsilon=config.adam_epsilon)
     # Adam's slots exist before a checkpoint is restored into them.
@@ -162,7 +167,7 @@ class VTrace(learners.Algorithm):
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
           clip_pg_rho_threshold=c.clip_pg_rho_threshold,
           normalize_advantages=c.normalize_advantages, mask=mask,
-          ppo_clip=c.ppo_clip)
+          ppo_clip=None if c.ppo_clip is None else self._ppo_clip.value)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss
@@ -190,7 +195,8 @@ class VTrace(learners.Algorithm):
     if version != self._mirror:  # Resumed or rolled back meanwhile.
       self._version.assign(version)
       self._mirror = version
-    schedule_metrics = self._learning_rate.update(self._mirror)
+    schedule_metrics = {**self._learning_rate.update(self._mirror),
+                        **self._ppo_clip.update(self._mirror)}
     self._train_step(self._iterator)
     results = self._results.take()
     if results is None:  # No data within the rate limiter's timeout.

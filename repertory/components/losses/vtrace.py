@@ -129,7 +129,7 @@ def impala_loss_from_log_probs(
     clip_pg_rho_threshold: Optional[float] = 1.0,
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
-    ppo_clip: Optional[float] = None,
+    ppo_clip: Optional[ppo.ClipRange] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for any action distribution (Espeholt et al. 2018, 4.2).
 
@@ -164,7 +164,8 @@ def impala_loss_from_log_probs(
     mask: `[T, B]` 1 for real transitions, 0 for padding (default: all
       real); used by `normalize_advantages`, which zeroes the masked, and
       by the clip fraction.
-    ppo_clip: ε > 0 of APPO's clipped surrogate; None (the default) keeps
+    ppo_clip: ε > 0 of APPO's clipped surrogate, or a scalar tensor (an
+      annealed Variable, which may reach 0); None (the default) keeps
       IMPALA's policy gradient.
 
   Returns:
@@ -181,7 +182,8 @@ def impala_loss_from_log_probs(
   base.check_same_shape(fn, target_log_prob=target_log_prob,
                         behaviour_log_prob=behaviour_log_prob,
                         entropy=entropy, v_tm1=v_tm1)
-  base.check_threshold(fn, 'ppo_clip', ppo_clip)
+  if not isinstance(ppo_clip, (tf.Tensor, tf.Variable)):
+    base.check_threshold(fn, 'ppo_clip', ppo_clip)
   log_rhos = tf.stop_gradient(target_log_prob) - tf.stop_gradient(
       behaviour_log_prob)
   returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
@@ -247,7 +249,7 @@ def impala_loss(
     clip_pg_rho_threshold: Optional[float] = 1.0,
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
-    ppo_clip: Optional[float] = None,
+    ppo_clip: Optional[ppo.ClipRange] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2).
 

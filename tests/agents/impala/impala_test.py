@@ -3,6 +3,7 @@ test_mt (learner stepped by hand, STYLE.md point 9), and a slow learning
 test on catch."""
 
 import contextlib
+import dataclasses
 import json
 import os
 
@@ -35,6 +36,8 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('activation', 'gelu', r"choose one of \('relu', 'tanh'\)"),
     ('weights_transport', 'ray', r"choose one of \('tcp', 'handle'\)"),
     ('learning_rate_anneal_steps', -1, 'learning_rate_anneal_steps must be'),
+    ('anneal_ppo_clip', True, 'anneal_ppo_clip=True needs ppo_clip and '
+     'learning_rate_anneal_steps set, got ppo_clip=None'),
 ])
 def test_config_rejects_bad_values(field, value, message):
   with pytest.raises(ValueError, match=message):
@@ -167,6 +170,25 @@ def test_learning_rate_anneals_linearly_to_zero(catch_replay):
     moved = any(not np.array_equal(b, a) for b, a in zip(before, after))
     assert moved == (expected > 0)  # Adam takes the variable's value.
   assert learner.version == 4
+
+
+def test_ppo_clip_anneals_with_the_learning_rate(catch_replay):
+  # The same fractions as the learning rate's above: 2/3, 1/3, 0 of 0.3.
+  config = impala.Config(learning_rate=1e-2, learning_rate_anneal_steps=60,
+                         ppo_clip=0.3, anneal_ppo_clip=True, **TINY)
+  client = catch_replay(config)
+  learner = _learner(config, client)
+  _act(config, client, learner, unrolls=3)
+  for k in range(3):
+    metrics = learner.step()
+    expected = 0.3 * max(0.0, 1.0 - 20 * (k + 1) / 60)
+    assert metrics['charts/ppo_clip'] == pytest.approx(expected)
+    assert metrics['charts/learning_rate'] == pytest.approx(expected / 30)
+  # Without anneal_ppo_clip the clip stays and is not logged.
+  steady = learning.VTrace(dataclasses.replace(config, anneal_ppo_clip=False),
+                           CATCH, replay=None, table=TABLE)
+  assert steady._ppo_clip.value == 0.3  # pylint: disable=protected-access
+  assert steady._ppo_clip.update(5) == {}  # pylint: disable=protected-access
 
 
 def test_learning_rate_is_constant_by_default(catch_replay):

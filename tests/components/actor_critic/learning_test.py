@@ -178,3 +178,31 @@ def test_passes_per_batch_are_that_many_updates_on_the_batch(in_graph):
 def test_passes_per_batch_must_be_positive():
   with pytest.raises(ValueError, match='passes_per_batch must be a positive'):
     impala.Config(passes_per_batch=0)
+
+
+def test_the_annealed_ppo_clip_is_the_one_the_loss_uses():
+  # Update 0 of an anneal over two batches uses half the clip: the same
+  # update as a learner whose clip is that half, not the full one, on a batch
+  # whose behaviour policy differs from the learner's (so the clip binds).
+  def learner(**kwargs):
+    config = impala.Config(hidden_sizes=(8,), batch_size=B, unroll_length=T,
+                           entropy_cost=0.0, **kwargs)
+    return learning.VTrace(config, CATCH, replay=None, table='queue', seed=4)
+
+  annealed = learner(ppo_clip=0.4, anneal_ppo_clip=True,
+                     learning_rate_anneal_steps=2 * B * T)
+  assert annealed._ppo_clip.update(0) == {'charts/ppo_clip': 0.2}  # pylint: disable=protected-access
+  data, _ = _batch(annealed.network, np.random.default_rng(6))
+  data['extras']['logits'] = data['extras']['logits'] + np.random.default_rng(
+      7).normal(scale=0.5, size=data['extras']['logits'].shape).astype(
+          np.float32)
+  keep = np.ones(B, bool)
+  metrics = {k: float(v) for k, v in annealed._sgd_step(data, keep).items()}  # pylint: disable=protected-access
+  half = {k: float(v) for k, v in learner(ppo_clip=0.2)._sgd_step(  # pylint: disable=protected-access
+      data, keep).items()}
+  full = {k: float(v) for k, v in learner(ppo_clip=0.4)._sgd_step(  # pylint: disable=protected-access
+      data, keep).items()}
+  assert metrics['charts/clip_fraction'] == half['charts/clip_fraction']
+  assert metrics['losses/policy'] == pytest.approx(half['losses/policy'],
+                                                   rel=1e-5)
+  assert metrics['charts/clip_fraction'] > full['charts/clip_fraction']
