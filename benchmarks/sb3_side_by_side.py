@@ -103,10 +103,10 @@ _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.learning_rate=5e-4', '--config.unroll_length=20',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
-# docs/impala.md's flags with which SEED stays solved on CartPole: APPO's
-# clip over 4 passes per batch, a short queue, and the learning rate
-# annealed to 0 over the run's budget (`_BUDGET`), as SB3's over its 100k;
-# IMPALA anneals the clip too.
+# docs/impala.md's second CartPole command, SEED's (and IMPALA's with the
+# clip's anneal): APPO's clip over 4 passes per batch, a short queue, and
+# the learning rate annealed to 0 over the run's budget (`_BUDGET`), as
+# SB3's over its 100k.
 _APPO_FLAGS = [f for f in _IMPALA_FLAGS
                if not f.startswith('--config.learning_rate=')] + [
     '--config.learning_rate=1e-3', '--config.passes_per_batch=4',
@@ -366,10 +366,10 @@ def print_table(results: List[Dict[str, Any]]) -> None:
                       '(2 x 4 envs, 1 minibatch), local_mp',
            'impala': 'repertory IMPALA (README\'s CartPole flags), local_mp',
            'seed': 'repertory SEED (IMPALA\'s flags), local_mp',
-           'impala_appo': 'repertory IMPALA, docs/impala.md\'s flags that '
-                          'stay solved (150k budget), local_mp',
-           'seed_appo': 'repertory SEED, docs/impala.md\'s flags that '
-                        'stay solved (150k budget), local_mp',
+           'impala_appo': 'repertory IMPALA, docs/impala.md\'s second '
+                          'CartPole command (150k budget), local_mp',
+           'seed_appo': 'repertory SEED, docs/impala.md\'s second '
+                        'CartPole command (150k budget), local_mp',
            'ppo_mt': 'repertory PPO (defaults), local_mt (one process)',
            'impala_mt': 'repertory IMPALA (README\'s CartPole flags), '
                         'local_mt (one process)'}
