@@ -103,16 +103,16 @@ _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.learning_rate=5e-4', '--config.unroll_length=20',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
-# docs/impala.md's second CartPole command, SEED's (and IMPALA's with the
-# clip's anneal): APPO's clip over 4 passes per batch, a short queue, and
-# the learning rate annealed to 0 over the run's budget (`_BUDGET`), as
-# SB3's over its 100k.
+# docs/impala.md's second CartPole command (IMPALA and SEED): APPO's clip
+# over 4 passes per batch, advantages normalised per batch, a short queue,
+# and the learning rate and the clip annealed to 0 over the run's budget
+# (`_BUDGET`), as SB3's PPO over its 100k.
 _APPO_FLAGS = [f for f in _IMPALA_FLAGS
                if not f.startswith('--config.learning_rate=')] + [
     '--config.learning_rate=1e-3', '--config.passes_per_batch=4',
-    '--config.ppo_clip=0.2', '--config.entropy_cost=0',
+    '--config.ppo_clip=0.2', '--config.anneal_ppo_clip=true',
+    '--config.normalize_advantages=true', '--config.entropy_cost=0',
     '--config.max_queue_size=8', '--config.learning_rate_anneal_steps=150000']
-_IMPALA_APPO_FLAGS = _APPO_FLAGS + ['--config.anneal_ppo_clip=true']
 # Repertory PPO with SB3's rl-zoo run spelled out: its round (8 environments
 # x 32 steps = 256, one minibatch, 20 epochs), SB3's MlpPolicy network
 # (separate 64-64 tanh MLPs, orthogonal init), no value clipping, SB3's value
@@ -148,7 +148,7 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
            'seed': 'seed', 'impala_appo': 'impala',
            'seed_appo': 'seed'}[runner]
   extra = {'ppo': [], 'ppo_sb3': _PPO_SB3_FLAGS, 'impala': _IMPALA_FLAGS,
-           'seed': _IMPALA_FLAGS, 'impala_appo': _IMPALA_APPO_FLAGS,
+           'seed': _IMPALA_FLAGS, 'impala_appo': _APPO_FLAGS,
            'seed_appo': _APPO_FLAGS}[runner]
   if in_threads:
     extra = extra + ['--lp_launch_type=local_mt']
