@@ -377,7 +377,8 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
   actors.limit_tf_threads()
   config = config_lib.Config(train=False)
   spec = experiment_lib.environment_spec(env_spec)
-  server = reverb.Server(tables.make_tables(config, spec))
+  server = reverb.Server(tables.make_tables(config, spec,
+                                            envs_per_actor=num_envs))
   client = reverb.Client(f'localhost:{server.port}')
   kind = ac_config.batched_env_kind(config.batched_env_kind, env_spec)
   results = {}
@@ -423,7 +424,8 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
               spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((networks.num_actions(
               spec.actions),), np.float32)},
-          core_state_spec=networks.state_spec(config))
+          core_state_spec=networks.state_spec(config),
+          batched_items=config.batched_items)
     actor = actors.BatchedActor(env, policy, adder,
                                 report_every=config.unroll_length)
     timed(variant, lambda actor=actor: actor.run(num_steps=100), 100)

@@ -202,6 +202,9 @@ def main():
       replay.uniform_replay_table(
           'unroll', big, signature=adders.UnrollAdder.signature(
               spec, UNROLL, extras)),
+      replay.uniform_replay_table(
+          'unroll_batched', big, signature=adders.UnrollAdder.signature(
+              spec, UNROLL, extras, envs_per_item=args.num_envs)),
       replay.uniform_replay_table('bare_n_step', big),
       replay.uniform_replay_table('bare_sequence', big),
       replay.uniform_replay_table('bare_unroll', big),
@@ -239,9 +242,14 @@ def main():
       client, 'unroll', UNROLL, args.num_envs, environment_spec=spec),
                                         bfirst, bsteps, args.num_envs),
                n_batched)
+  batched = timed(lambda: run_unroll_adder(adders.UnrollAdder(
+      client, 'unroll_batched', UNROLL, args.num_envs, environment_spec=spec,
+      batched_items=True), bfirst, bsteps, args.num_envs), n_batched)
   rows += [(f'bare TrajectoryWriter per env per step, unrolls T={UNROLL}, '
             f'N={args.num_envs}', bare, None),
-           (f'UnrollAdder (T={UNROLL}, N={args.num_envs})', ours, bare)]
+           (f'UnrollAdder (T={UNROLL}, N={args.num_envs})', ours, bare),
+           (f'UnrollAdder (T={UNROLL}, N={args.num_envs}), batched_items',
+            batched, bare)]
 
   print(f'\n{"writer":<62} {"env steps/s":>12} {"us/step":>8} '
         f'{"vs bare":>8}')

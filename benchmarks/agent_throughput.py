@@ -26,6 +26,7 @@ launcher. The table printed at the end (and written to `--out` as JSON)
 gives steps/s and the ratio to the ceiling.
 """
 
+import dataclasses
 import functools
 import json
 import multiprocessing
@@ -51,6 +52,10 @@ _WARMUP = flags.DEFINE_float('warmup_seconds', 10.0,
                              'Seconds after the first actor step before '
                              'measuring.')
 _OUT = flags.DEFINE_string('out', '', 'Write the results here (JSON).')
+_BATCHED_ITEMS = flags.DEFINE_bool(
+    'batched_items', None,
+    "The programs' Config.batched_items (one Reverb item per actor and "
+    "unroll); unset: the agent's default.")
 
 
 def actor_policy(config: Any, env: Any, seed: int) -> Any:
@@ -155,6 +160,8 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
   from repertory import launch  # pylint: disable=g-import-not-at-top
   module = agents.get(agent)
   config = module.Config(train=train)
+  if _BATCHED_ITEMS.value is not None:
+    config = dataclasses.replace(config, batched_items=_BATCHED_ITEMS.value)
   logdir = os.path.join('/tmp/repertory_bench',
                         f'{agent}-{env_spec.replace(":", "_")}-{num_actors}-'
                         f'{int(train)}-{int(time.time())}')

@@ -49,7 +49,7 @@ _NUM_ENVS = 8
 def _feed(client, config, observation_spec, num_actions, stop) -> None:
   """Writes random unrolls until `stop` is set."""
   adder = adders.UnrollAdder(client, program.TABLE, config.unroll_length,
-                             _NUM_ENVS)
+                             _NUM_ENVS, batched_items=config.batched_items)
   rng = np.random.default_rng(0)
 
   def timestep(step_type):
@@ -73,7 +73,9 @@ def main(argv) -> None:
   spec = experiment_lib.environment_spec(_ENV.value)
   observation_spec = spec.observations
   num_actions = networks.num_actions(spec.actions)
-  server = reverb.Server(program.make_tables(config, spec), port=None)
+  server = reverb.Server(program.make_tables(config, spec,
+                                            envs_per_actor=_NUM_ENVS),
+                         port=None)
   client = reverb.Client(f'localhost:{server.port}')
   stop = threading.Event()
   threading.Thread(target=_feed, args=(client, config, observation_spec,

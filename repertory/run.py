@@ -190,19 +190,26 @@ def _default_config(config: Any) -> Dict[str, Any]:
 
 def check_resume(logdir: str, saved: Dict[str, Any],
                  agent_defaults: Optional[Dict[str, Any]] = None,
-                 experiment_defaults: Optional[Dict[str, Any]] = None
+                 experiment_defaults: Optional[Dict[str, Any]] = None,
+                 agent_former_defaults: Optional[Dict[str, Any]] = None
                  ) -> bool:
   """True if `logdir` holds a run to resume; exits if its config differs.
 
   `agent_defaults`, `experiment_defaults`: the defaults of the two configs'
   fields (`_default_config`), so a field added since the run was started,
-  left at its default, resumes.
+  left at its default, resumes. `agent_former_defaults`: fields added with
+  a default other than what runs did before them (the agent config's
+  `FORMER_DEFAULTS`): a saved config without one is compared as having
+  that value.
   """
   path = os.path.join(logdir, 'config.json')
   if not os.path.exists(path):
     return False
   with open(path) as f:
     old = checkpointing.upgrade_saved_config(json.load(f))
+  if agent_former_defaults:
+    old['agent'] = {**_as_saved(agent_former_defaults),
+                    **(old.get('agent') or {})}
   # Upgraded like the saved one, so an agent field that shares a legacy name
   # (selfplay's checkpoint_every_steps) compares equal to itself.
   new = _as_saved(saved)
@@ -350,7 +357,9 @@ def main(argv: List[str],
     sys.exit(f'repertory.run: error: {e}')
   resuming = check_resume(experiment.logdir, saved,
                           agent_defaults=_default_config(config),
-                          experiment_defaults=_default_config(experiment))
+                          experiment_defaults=_default_config(experiment),
+                          agent_former_defaults=getattr(
+                              config, 'FORMER_DEFAULTS', None))
   attempt = rundir.start_attempt(experiment.logdir, saved)
   results_path = os.path.join(experiment.logdir, 'results.json')
   print(f'repertory: {experiment.agent} on {experiment.env}, '

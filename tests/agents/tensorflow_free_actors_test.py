@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
+import tree
 
 from repertory import experiment as experiment_lib
 from repertory import testing
@@ -92,15 +93,27 @@ def test_ppo_actor(tmp_path):
                                expected, atol=1e-5)
 
 
-@pytest.mark.parametrize('use_lstm', [False, True])
-def test_impala_actor(tmp_path, use_lstm):
+def _per_environment(items):
+  """Items of one environment's unroll each (batched items split)."""
+  for item in items:
+    if np.ndim(item['policy_version']) == 0:
+      yield item
+      continue
+    for e in range(len(item['policy_version'])):
+      yield tree.map_structure(lambda x, e=e: np.asarray(x)[e], item)
+
+
+@pytest.mark.parametrize('use_lstm, batched_items', [
+    (False, False), (True, False), (True, True)])
+def test_impala_actor(tmp_path, use_lstm, batched_items):
   settings = dict(IMPALA, use_lstm=True, shared_torso=True,
-                  lstm_size=8) if use_lstm else IMPALA
+                  lstm_size=8) if use_lstm else dict(IMPALA)
+  settings['batched_items'] = batched_items
   config = impala.Config(**settings)
   with networks.seeded(0):
     network = actor_critic_nets.make_network(config, CATCH.observations,
                                              CATCH.actions)
-  tables = actor_critic_tables.make_tables(config, CATCH)
+  tables = actor_critic_tables.make_tables(config, CATCH, envs_per_actor=2)
   with testing.reverb_server(tables) as client:
     _run_actor(tmp_path, 'impala', settings, networks.get_variables(network),
                client.server_address, f'''
@@ -110,7 +123,8 @@ def test_impala_actor(tmp_path, use_lstm):
                                    table={actor_critic_tables.TABLE!r})
         actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
     ''')
-    items = testing.read_queue(client, actor_critic_tables.TABLE)
+    items = list(_per_environment(
+        testing.read_queue(client, actor_critic_tables.TABLE)))
   assert len(items) >= 2
   for item, (observation, _) in _first_steps(items):
     if use_lstm:  # The state stored is the one before the item's first

@@ -38,7 +38,7 @@ def _finite(learner):
 
 def test_nan_loss_is_skipped_then_rolled_back_and_learning_recovers(tmp_path):
   config = impala.Config(**TINY)
-  with testing.reverb_server(tables.make_tables(config, CATCH)) as client:
+  with testing.reverb_server(tables.make_tables(config, CATCH, envs_per_actor=4)) as client:
     learner = _learner(config, client, tmp_path)
     actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
                                TABLE)
@@ -79,7 +79,7 @@ def test_nan_loss_is_skipped_then_rolled_back_and_learning_recovers(tmp_path):
 
 def test_learner_resumes_version_and_steps_and_exports_a_snapshot(tmp_path):
   config = impala.Config(**TINY)
-  with testing.reverb_server(tables.make_tables(config, CATCH)) as client:
+  with testing.reverb_server(tables.make_tables(config, CATCH, envs_per_actor=4)) as client:
     learner = _learner(config, client, tmp_path)
     actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
                                TABLE)

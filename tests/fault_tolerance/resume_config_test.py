@@ -126,3 +126,25 @@ def test_default_config_of_a_config_that_needs_arguments():
 
   assert run._default_config(Needs(required=1)) == {  # pylint: disable=protected-access
       'rate': 0.5, 'sizes': (64, 64)}
+
+
+def test_a_run_from_before_batched_items_resumes_only_as_it_ran(tmp_path):
+  # IMPALA's runs wrote one Reverb item per environment before
+  # `batched_items` existed (its default is now True): the replay checkpoint
+  # holds such items, so the run resumes with --config.batched_items=false
+  # and is refused, naming the field, with the new default.
+  logdir = str(tmp_path)
+  defaults = dataclasses.asdict(impala.Config())
+  older = {k: v for k, v in defaults.items() if k != 'batched_items'}
+  with open(os.path.join(logdir, 'config.json'), 'w') as f:
+    json.dump({'agent': older, 'experiment': {'seed': 0}}, f, default=str)
+  former = impala.Config.FORMER_DEFAULTS
+  assert former == {'batched_items': False}
+  with pytest.raises(SystemExit, match='batched_items: False -> True'):
+    run.check_resume(logdir, {'agent': defaults, 'experiment': {'seed': 0}},
+                     agent_defaults=defaults, agent_former_defaults=former)
+  as_it_ran = dataclasses.asdict(impala.Config(batched_items=False))
+  assert run.check_resume(logdir, {'agent': as_it_ran,
+                                   'experiment': {'seed': 0}},
+                          agent_defaults=defaults,
+                          agent_former_defaults=former)

@@ -73,7 +73,7 @@ class ImpalaActor(BatchedActor):
         environment_spec=adders.EnvironmentSpec(
             observation_spec, action_spec, None, None),
         extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-        core_state_spec=core_state_spec)
+        core_state_spec=core_state_spec, batched_items=config.batched_items)
     super().__init__(environment, policy, adder, counter, monitor,
                      report_every=config.unroll_length,
                      variable_client=client,

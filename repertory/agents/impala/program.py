@@ -35,7 +35,8 @@ def make_program(config: config_lib.Config,
   program = launch.Program('impala')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(
-        functools.partial(tables.make_tables, config, spec),
+        functools.partial(tables.make_tables, config, spec,
+                          envs_per_actor=experiment.envs_per_actor),
         **replay_lib.node_checkpointing(
             os.path.join(experiment.logdir, 'replay'),
             experiment.checkpoint.replay_every_minutes)))

@@ -15,6 +15,7 @@ the learner's process (a `MultiThreadingColocation`, group 'learner');
 'separate' gives them their own processes (group 'inference').
 """
 
+import dataclasses
 import functools
 import os
 
@@ -53,9 +54,13 @@ def make_program(config: config_lib.Config,
     # pylint: enable=g-import-not-at-top
     core_state_spec = networks_lib.state_spec(config)
   program = launch.Program('seed')
+  remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
+  if remote:  # A remote slot is one environment: one unroll per item.
+    config = dataclasses.replace(config, batched_items=False)
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
     replay = program.add_node(launch.ReverbNode(
-        functools.partial(tables.make_tables, config, spec),
+        functools.partial(tables.make_tables, config, spec,
+                          envs_per_actor=experiment.envs_per_actor),
         **replay_lib.node_checkpointing(
             os.path.join(experiment.logdir, 'replay'),
             experiment.checkpoint.replay_every_minutes)))
@@ -67,7 +72,6 @@ def make_program(config: config_lib.Config,
       logdir=experiment.logdir, seed=experiment.seed,
       checkpoint=experiment.checkpoint)
   learner = learner_node.create_handle()
-  remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
   num_servers = 0 if remote else config.num_inference_servers
   actors_per_server = [len(range(s, experiment.num_actors, num_servers))
                        for s in range(num_servers)]
@@ -90,7 +94,8 @@ def make_program(config: config_lib.Config,
               spec.observations, spec.actions, None, None),
           extras_spec={'logits': np.zeros((num_actions,), np.float32)},
           core_state_spec=core_state_spec,
-          seed=experiment.seed)
+          seed=experiment.seed,
+          batched_items=config.batched_items)
       for s in range(num_servers)]
   if config.inference_placement == 'learner':
     with program.group('learner'):

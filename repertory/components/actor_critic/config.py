@@ -6,7 +6,7 @@ only need the settings (e.g. SEED's environment-only actors) stay light.
 """
 
 import dataclasses
-from typing import Any, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 from repertory import launch
 
@@ -83,6 +83,13 @@ class ActorCriticConfig:
       slower: see BENCHMARKS.md). SEED's servers share the learner's process
       by default and call it directly.
     max_queue_size: unrolls the Reverb queue holds before actors block.
+    batched_items: each actor (or SEED inference server, per actor) writes
+      an unroll of its N = `envs_per_actor` environments as ONE Reverb item
+      of [N, T + 1, ...] columns, which the learner splits back into N
+      unrolls (the default); False writes N items, which costs the actor
+      about N times Reverb's per-item work (for small observations most of
+      the writes' cost). The queue holds ceil(max_queue_size / N) items.
+      SEED's remote environment slots write one item per unroll either way.
     max_policy_lag: the learner drops (and counts as `dropped_stale`) unrolls
       whose behaviour version is more than this many versions behind its own;
       None keeps every unroll.
@@ -119,6 +126,11 @@ class ActorCriticConfig:
   variable_update_period: int = 10
   weights_transport: str = 'tcp'
   max_queue_size: int = 64
+  batched_items: bool = True
+
+  # Fields whose default is not what runs did before the field existed: a
+  # run saved without one resumes only with this value (`run.check_resume`).
+  FORMER_DEFAULTS: ClassVar[Dict[str, Any]] = {'batched_items': False}
   max_policy_lag: Optional[int] = None
   batched_env_kind: str = 'auto'
   train: bool = True

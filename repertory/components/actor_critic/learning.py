@@ -90,7 +90,8 @@ class VTrace(learners.Algorithm):
     return replay.make_dataset(
         self._replay, self._table, self._config.batch_size, prefetch_size=1,
         max_in_flight_samples_per_worker=self._config.batch_size,
-        rate_limiter_timeout_ms=1000, drop_remainder=False)
+        rate_limiter_timeout_ms=1000, drop_remainder=False,
+        unbatch_items=self._config.batched_items)
 
   def _train_step_fn(self, iterator) -> None:
     """Updates on the next batch, if one comes within the rate limiter's

@@ -5,7 +5,13 @@ environment's LAST step its next step is a FIRST step). `UnrollAdder` copies
 each batched step into preallocated numpy arrays and, every `unroll_length`
 steps, writes each environment's unroll of `unroll_length + 1` steps as ONE
 Reverb step (one `writer.append` and one item per environment per unroll),
-whose columns have a leading time dimension [T + 1, ...]. Consecutive unrolls
+whose columns have a leading time dimension [T + 1, ...]; with
+`batched_items=True` it writes the N unrolls as one step and one item whose
+columns are [N, T + 1, ...] (every field, `policy_version` and `actor_id`
+too: [N]), which costs Reverb about one item's work instead of N (small
+observations: most of an item's cost is per chunk, not per byte; the
+learner splits such items, `replay.make_dataset(unbatch_items=True)`).
+Consecutive unrolls
 overlap by one step (the last step of an unroll is the first of the next) and
 run across episode boundaries, as in IMPALA (Espeholt et al., 2018) and
 SEED RL (Espeholt et al., 2020).
@@ -43,19 +49,33 @@ from repertory.components.adders import base
 def unroll_signature(environment_spec,
                      unroll_length: int,
                      extras_spec=(),
-                     core_state_spec=None):
-  """The table signature of `UnrollAdder` items (per environment, unbatched).
+                     core_state_spec=None,
+                     envs_per_item: Optional[int] = None):
+  """The table signature of `UnrollAdder` items.
 
   Args:
     environment_spec: `EnvironmentSpec` of ONE environment (or a dm_env).
     unroll_length: T; items have T + 1 steps.
     extras_spec: nest of specs (or example arrays) of one env's extras.
     core_state_spec: nest of specs of one env's recurrent state, or None.
+    envs_per_item: None for one environment's unroll per item; N for
+      `UnrollAdder(batched_items=True)` with `num_envs=N` (every field gets
+      a leading [N]).
   """
   if unroll_length < 1:
     raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
-  return base.step_signature(environment_spec, extras_spec, core_state_spec,
-                             time_prefix=(unroll_length + 1,))
+  if envs_per_item is not None and envs_per_item < 1:
+    raise ValueError(f'envs_per_item must be >= 1 or None, got '
+                     f'{envs_per_item}.')
+  signature = base.step_signature(environment_spec, extras_spec,
+                                  core_state_spec,
+                                  time_prefix=(unroll_length + 1,))
+  if envs_per_item is None:
+    return signature
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tree.map_structure(
+      lambda s: tf.TensorSpec((envs_per_item,) + tuple(s.shape), s.dtype,
+                              s.name), signature)
 
 
 class UnrollTransitions(NamedTuple):
@@ -143,7 +163,8 @@ class UnrollAdder(base.ReverbAdder):
                core_state_spec=None,
                priority_fn: Optional[base.PriorityFn] = None,
                max_in_flight_items: Optional[int] = None,
-               flush_timeout_s: float = 30.0):
+               flush_timeout_s: float = 30.0,
+               batched_items: bool = False):
     """Creates the adder.
 
     Args:
@@ -158,17 +179,27 @@ class UnrollAdder(base.ReverbAdder):
       extras_spec: optional spec of one env's extras (same role).
       core_state_spec: optional spec of one env's recurrent state.
       priority_fn: see `ReverbAdder`.
-      max_in_flight_items: pending items before `add` blocks (default N).
+      max_in_flight_items: pending items before `add` blocks (default: one
+        unroll of every environment, N items, or 1 with `batched_items`).
       flush_timeout_s: see `ReverbAdder`.
+      batched_items: write each unroll of the N environments as one item
+        [N, T + 1, ...] (table signature: `unroll_signature(...,
+        envs_per_item=N)`) instead of N items [T + 1, ...].
     """
     if unroll_length < 1:
       raise ValueError(f'unroll_length must be >= 1, got {unroll_length}.')
     if num_envs < 1:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    if batched_items and priority_fn is not None:
+      raise ValueError('UnrollAdder(batched_items=True) writes N unrolls as '
+                       'one item with one priority: priority_fn must be None.')
+    default_in_flight = 1 if batched_items else num_envs
     super().__init__(client, table, num_keep_alive_refs=1, actor_id=actor_id,
                      priority_fn=priority_fn,
-                     max_in_flight_items=max_in_flight_items or num_envs,
+                     max_in_flight_items=(max_in_flight_items or
+                                          default_in_flight),
                      flush_timeout_s=flush_timeout_s)
+    self._batched_items = batched_items
     self._T = unroll_length
     self._N = num_envs
     self._shape = (num_envs, unroll_length + 1)
@@ -309,9 +340,15 @@ class UnrollAdder(base.ReverbAdder):
       self._state0_flat = tree.flatten(self._state0)
 
   def _write(self) -> None:
-    """Appends and inserts one [T + 1] unroll per environment."""
+    """Appends and inserts one [T + 1] unroll per environment (or the N of
+    them as one [N, T + 1] item)."""
     if self._priority_fn is not None:
       self._write_nested()
+    elif self._batched_items:
+      if self._flat_sources is None:
+        self._flat_sources = tree.flatten(self._step_sources())
+      self._insert_step([self._batched_field(source)
+                         for source in self._flat_sources])
     else:
       if self._flat_sources is None:
         self._flat_sources = tree.flatten(self._step_sources())
@@ -346,6 +383,14 @@ class UnrollAdder(base.ReverbAdder):
     if source is _ACTOR_ID:
       return self._actor_id
     return source[i]
+
+  def _batched_field(self, source):
+    """All environments' values of one `_step_sources` leaf: [N, ...]."""
+    if source is _POLICY_VERSION:
+      return np.full(self._N, self._version0)
+    if source is _ACTOR_ID:
+      return np.full(self._N, self._actor_id)
+    return source
 
   def _write_nested(self) -> None:
     """`_write` for a `priority_fn`, which is given each item as a nest."""

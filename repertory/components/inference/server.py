@@ -99,7 +99,8 @@ class InferenceServer:
                opponents: Any = None,
                make_opponent_policy: Optional[Callable[[], Any]] = None,
                max_opponents: int = 64,
-               return_extras: bool = False):
+               return_extras: bool = False,
+               batched_items: bool = False):
     """Builds the policy and waits for the first weights.
 
     Args:
@@ -124,6 +125,8 @@ class InferenceServer:
         `make_policy`).
       max_opponents: opponents' policies kept at once.
       return_extras: `inference` returns (actions, extras) instead of actions.
+      batched_items: each actor's unroll of its N environments is one item
+        (`UnrollAdder(batched_items=True)`), not N.
     """
     if unroll_length < 1 or envs_per_actor < 1 or max_batch_size < 1:
       raise ValueError(
@@ -158,6 +161,7 @@ class InferenceServer:
     self._unroll_length = unroll_length
     self._num_envs = envs_per_actor
     self._specs = (environment_spec, extras_spec, core_state_spec)
+    self._batched_items = batched_items
     self._slots: Dict[int, _ActorSlot] = {}
     self._lock = threading.Lock()
     self.num_batches = 0
@@ -205,7 +209,7 @@ class InferenceServer:
           self._replay, self._table, unroll_length=self._unroll_length,
           num_envs=self._num_envs, actor_id=actor_id,
           environment_spec=env_spec, extras_spec=extras_spec,
-          core_state_spec=state_spec)
+          core_state_spec=state_spec, batched_items=self._batched_items)
     return _ActorSlot(run_id, self._policy.initial_state(self._num_envs),
                       adder, np.random.RandomState([self._seed, actor_id]))
 

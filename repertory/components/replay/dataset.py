@@ -7,6 +7,7 @@ weights, see `repertory.components.losses.importance_weights`), `priority`
 and `times_sampled`, each [B].
 """
 
+import functools
 import queue
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any, Iterator, Optional, Tuple, Union
 from absl import logging
 import reverb
 import tensorflow as tf
+import tree
 
 
 def _address(server) -> str:
@@ -35,7 +37,8 @@ def make_dataset(server_address: Union[str, reverb.Client],
                  num_workers_per_iterator: int = -1,
                  rate_limiter_timeout_ms: int = -1,
                  get_signature_timeout_s: int = 60,
-                 drop_remainder: bool = True):
+                 drop_remainder: bool = True,
+                 unbatch_items: bool = False):
   """A `tf.data.Dataset` of batched `ReplaySample`s from a Reverb table.
 
   Args:
@@ -56,29 +59,73 @@ def make_dataset(server_address: Union[str, reverb.Client],
     drop_remainder: with a rate-limiter timeout, the samples taken before
       the dataset ends form a last, smaller batch; True drops it (for a
       queue those items are lost), False yields it.
+    unbatch_items: every item holds K samples along the leading dimension
+      of all its fields (`UnrollAdder(batched_items=True)`, signature
+      `unroll_signature(..., envs_per_item=K)`): each is split into K
+      samples, which share the item's `info`, before batching. In-flight
+      requests are then ceil(max_in_flight_samples_per_worker / K) items.
   """
   address = _address(server_address)
   if batch_size is not None and batch_size < 1:
     raise ValueError(f'batch_size must be >= 1 or None, got {batch_size}.')
   if max_in_flight_samples_per_worker is None:
     max_in_flight_samples_per_worker = 2 * (batch_size or 1)
-  try:
-    dataset = reverb.TrajectoryDataset.from_table_signature(
-        server_address=address,
-        table=table,
-        max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
-        num_workers_per_iterator=num_workers_per_iterator,
-        rate_limiter_timeout_ms=rate_limiter_timeout_ms,
-        get_signature_timeout_secs=get_signature_timeout_s)
-  except ValueError as e:
-    raise ValueError(
-        f'make_dataset: cannot read table {table!r} at {address}: {e}. The '
-        'table must exist and have a signature (e.g. '
-        'signature=adders.unroll_signature(...)).') from e
+  signature = _signature(address, table, get_signature_timeout_s)
+  per_item = _samples_per_item(table, signature) if unbatch_items else 1
+  dataset = reverb.TrajectoryDataset(
+      server_address=address,
+      table=table,
+      shapes=tree.map_structure(lambda x: x.shape, signature),
+      dtypes=tree.map_structure(lambda x: x.dtype, signature),
+      max_in_flight_samples_per_worker=-(
+          -max_in_flight_samples_per_worker // per_item),
+      num_workers_per_iterator=num_workers_per_iterator,
+      rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+  if unbatch_items:
+    dataset = dataset.map(functools.partial(_with_info_per_sample,
+                                            per_item)).unbatch()
   if batch_size is not None:
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
   return dataset.prefetch(
       tf.data.AUTOTUNE if prefetch_size is None else prefetch_size)
+
+
+def _signature(address: str, table: str, timeout_s: int) -> Any:
+  """The table's signature, or one line on why there is none."""
+  try:
+    info = reverb.Client(address).server_info(timeout_s)
+  except reverb.errors.DeadlineExceededError as e:
+    raise ValueError(
+        f'make_dataset: no answer from the Reverb server at {address} within '
+        f'{timeout_s}s ({e}).') from e
+  if table not in info or not info[table].signature:
+    problem = (f'no table {table!r} (tables: {", ".join(sorted(info))})'
+               if table not in info else f'table {table!r} has no signature')
+    raise ValueError(
+        f'make_dataset: cannot read table {table!r} at {address}: {problem}. '
+        'The table must exist and have a signature (e.g. '
+        'signature=adders.unroll_signature(...)).')
+  return info[table].signature
+
+
+def _samples_per_item(table: str, signature: Any) -> int:
+  """K, the leading dimension every field of a batched item shares."""
+  leading = {s.shape[0] if s.shape.rank else None
+             for s in tree.flatten(signature)}
+  if len(leading) != 1 or None in leading:
+    raise ValueError(
+        f'make_dataset(unbatch_items=True): the fields of table {table!r} do '
+        f'not share a leading dimension (leading dimensions {leading}); its '
+        'items must hold K samples each, e.g. signature='
+        'adders.unroll_signature(..., envs_per_item=K).')
+  return int(leading.pop())
+
+
+def _with_info_per_sample(per_item: int, sample: reverb.ReplaySample
+                          ) -> reverb.ReplaySample:
+  """An item's info repeated for each of its `per_item` samples."""
+  info = tf.nest.map_structure(lambda x: tf.fill([per_item], x), sample.info)
+  return reverb.ReplaySample(info=info, data=sample.data)
 
 
 def table_status(client: reverb.Client, table: str) -> str:

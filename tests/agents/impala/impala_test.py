@@ -67,18 +67,23 @@ def test_continuous_actions_are_refused_with_a_clear_error():
     networks.num_actions(dm_specs.BoundedArray((2,), np.float32, -1., 1.))
 
 
+NUM_ENVS = 4  # The hand-run actor's environments.
+
+
 @pytest.fixture
 def catch_replay():
-  """make(config) -> a client of a real Reverb server with the queue."""
+  """make(config[, envs_per_actor]) -> a client of a real Reverb server with
+  the queue."""
   with contextlib.ExitStack() as stack:
-    yield lambda config: stack.enter_context(
-        testing.reverb_server(tables.make_tables(config, CATCH)))
+    yield lambda config, envs_per_actor=NUM_ENVS: stack.enter_context(
+        testing.reverb_server(tables.make_tables(
+            config, CATCH, envs_per_actor=envs_per_actor)))
 
 
 def wait_for_size(client, size):
   """Waits for the adder's last (asynchronously flushed) items."""
   testing.wait_until(lambda: testing.table_size(client, TABLE) >= size,
-                     f'{size} unrolls')
+                     f'{size} items')
   assert testing.table_size(client, TABLE) == size
 
 
@@ -89,15 +94,38 @@ def _learner(config, client, counter=None):
 def _act(config, client, learner, unrolls):
   """Actor 0 (4 catch environments) writes `unrolls` unrolls per
   environment to the queue; returns once they are all in it."""
-  actor = acting.ImpalaActor(0, config, 'catch', 4, 0, learner, client,
+  actor = acting.ImpalaActor(0, config, 'catch', NUM_ENVS, 0, learner, client,
                              TABLE)
   actor.run(num_steps=unrolls * config.unroll_length)
-  wait_for_size(client, 4 * unrolls)
+  wait_for_size(client, unrolls * (1 if config.batched_items else NUM_ENVS))
 
 
-@pytest.mark.parametrize('use_lstm', [False, True])
-def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm):
-  config = impala.Config(use_lstm=use_lstm, **TINY)
+def test_a_queue_of_batched_items_holds_whole_items():
+  """16 unrolls of 3 environments per item: 6 items (rounded up)."""
+  config = impala.Config(batched_items=True, **TINY)
+  [table] = tables.make_tables(config, CATCH, envs_per_actor=3)
+  assert table.info.max_size == 6
+  assert table.info.signature['observation'].shape == (
+      3, config.unroll_length + 1) + CATCH.observations.shape
+  assert table.info.signature['policy_version'].shape == (3,)
+  with pytest.raises(ValueError, match='needs envs_per_actor'):
+    tables.make_tables(config, CATCH)
+  [per_env] = tables.make_tables(dataclasses.replace(config,
+                                                     batched_items=False),
+                                 CATCH, envs_per_actor=3)
+  assert per_env.info.max_size == 16
+  assert per_env.info.signature['policy_version'].shape == ()
+
+
+@pytest.mark.parametrize('use_lstm, batched_items', [
+    (False, False), (True, False), (False, True), (True, True)])
+def test_learner_consumes_actor_unrolls_by_hand(catch_replay, use_lstm,
+                                                batched_items):
+  """With `batched_items` the learner splits each [4, T + 1] item back into
+  the environments' unrolls, each with its own logits and LSTM state: the
+  importance weights of the first batch are still exactly 1."""
+  config = impala.Config(use_lstm=use_lstm, batched_items=batched_items,
+                         **TINY)
   client = catch_replay(config)
   learner = _learner(config, client)
   _act(config, client, learner, unrolls=3)  # 3 unrolls x 4 envs.
@@ -130,12 +158,12 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   # timeout the learner trains on the 3 (padded, padding masked) instead of
   # dropping unrolls that already left the queue.
   config = impala.Config(**TINY)
-  client = catch_replay(config)
+  client = catch_replay(config, envs_per_actor=3)
   learner = _learner(config, client)
   actor = acting.ImpalaActor(0, config, 'catch', 3, 0, learner, client,
                              TABLE)
-  actor.run(num_steps=config.unroll_length)  # 1 unroll x 3 envs.
-  wait_for_size(client, 3)
+  actor.run(num_steps=config.unroll_length)  # 1 unroll x 3 envs: 1 item.
+  wait_for_size(client, 1)
   metrics = learner.step()
   assert learner.version == 1
   assert metrics['charts/dropped_stale'] == 0
@@ -145,7 +173,7 @@ def test_a_partial_batch_is_learned_from_not_lost(catch_replay):
   # The queue runs dry (the dataset ends), then a new dataset: same trace.
   assert learner.step() is None
   actor.run(num_steps=config.unroll_length)
-  wait_for_size(client, 3)
+  wait_for_size(client, 1)
   assert learner.step()['charts/policy_lag'] == 1.0
   assert learner.algorithm._train_step.function.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
 
@@ -209,8 +237,9 @@ def _experiment(tmp_path, agent, **kwargs):
   return experiment_lib.ExperimentConfig(**values)
 
 
-def test_program_in_test_mt_learner_by_hand(tmp_path):
-  config = impala.Config(**TINY)
+@pytest.mark.parametrize('batched_items', [False, True])
+def test_program_in_test_mt_learner_by_hand(tmp_path, batched_items):
+  config = impala.Config(batched_items=batched_items, **TINY)
   experiment = _experiment(tmp_path, 'impala')
   program = impala.make_program(config, experiment)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',

@@ -99,11 +99,12 @@ def test_program_shape_by_placement(tmp_path):
   assert len(separate.groups['learner']) == 1
 
 
-@pytest.mark.parametrize('use_lstm, transport', [(False, 'tcp'),
-                                                 (True, 'handle')])
-def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm, transport):
+@pytest.mark.parametrize('use_lstm, transport, batched_items', [
+    (False, 'tcp', False), (True, 'handle', False), (True, 'tcp', True)])
+def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm, transport,
+                                            batched_items):
   config = seed.Config(use_lstm=use_lstm, inference_transport=transport,
-                       **TINY)
+                       batched_items=batched_items, **TINY)
   program = seed.make_program(config, _experiment(tmp_path))
   learner_node = program.groups['learner'][0].nodes[0]
   learner_node.disable_run()

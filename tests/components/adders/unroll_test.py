@@ -144,3 +144,55 @@ def test_a_priority_fn_sees_each_item_as_a_nest_and_items_are_the_same(
       np.testing.assert_array_equal(a[key], b[key])
   np.testing.assert_array_equal(seen[1]['observation'], 10 + np.arange(T + 1))
   assert seen[3]['policy_version'] == 4
+
+
+def test_batched_items_hold_every_environments_unroll(make_client, read_all,
+                                                      env_spec):
+  """One [N, T + 1] item per unroll; environment e's row is the item the
+  per-environment adder writes (checked value by value in the first test)."""
+  extras_spec = {'logits': specs.Array((2,), np.float32)}
+  state_spec = specs.Array((), np.float32)
+  client = make_client({
+      'per_env': adders.UnrollAdder.signature(env_spec, T, extras_spec,
+                                              state_spec),
+      'batched': adders.UnrollAdder.signature(env_spec, T, extras_spec,
+                                              state_spec, envs_per_item=N)})
+  per_env = adders.UnrollAdder(client, 'per_env', T, N, actor_id=4,
+                               environment_spec=env_spec)
+  batched_adder = adders.UnrollAdder(client, 'batched', T, N, actor_id=4,
+                                     environment_spec=env_spec,
+                                     batched_items=True)
+  for adder in (per_env, batched_adder):
+    adder.add_first(timestep(0))
+    for k in range(1, 7):
+      adder.set_policy_version(k)
+      adder.add(np.array([k, 10 + k]) - 1, timestep(k),
+                extras={'logits': np.full((N, 2), k - 1, np.float32)},
+                core_state=np.array([100 + k - 1, 200 + k - 1], np.float32))
+    adder.flush()
+  rows, items = read_all(client, 'per_env'), read_all(client, 'batched')
+  assert len(rows) == 4 and len(items) == 2
+  assert batched_adder.num_items == 2
+  for u, item in enumerate(items):
+    assert item['observation'].shape == (N, T + 1)
+    np.testing.assert_array_equal(item['policy_version'], [3 * u + 1] * N)
+    np.testing.assert_array_equal(item['actor_id'], [4] * N)
+    for e in range(N):
+      row = rows[N * u + e]
+      for key in ('observation', 'action', 'reward', 'discount', 'step_type',
+                  'core_state', 'policy_version', 'actor_id'):
+        np.testing.assert_array_equal(item[key][e], row[key], err_msg=key)
+      np.testing.assert_array_equal(item['extras']['logits'][e],
+                                    row['extras']['logits'])
+
+
+def test_batched_items_take_no_priority_fn(make_client, env_spec):
+  client = make_client({'queue': adders.UnrollAdder.signature(env_spec, T)})
+  with pytest.raises(ValueError, match='priority_fn must be None'):
+    adders.UnrollAdder(client, 'queue', T, N, batched_items=True,
+                       priority_fn=lambda item: 1.0)
+
+
+def test_envs_per_item_below_one_is_refused(env_spec):
+  with pytest.raises(ValueError, match='envs_per_item must be >= 1'):
+    adders.UnrollAdder.signature(env_spec, T, envs_per_item=0)

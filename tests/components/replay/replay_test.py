@@ -77,6 +77,56 @@ def test_dataset_batches_with_sample_info(server_factory):
   np.testing.assert_array_equal(sample.data['policy_version'], [3] * 4)
 
 
+def test_batched_items_are_split_into_samples_before_batching(
+    server_factory):
+  """Three items of 2 unrolls each, batches of 4: the unrolls in the order
+  written, each with its item's key, across item boundaries."""
+  unroll_length, num_envs = 2, 2
+  sig = adders.unroll_signature(ENV_SPEC, unroll_length,
+                                envs_per_item=num_envs)
+  client = server_factory([replay.queue_table('queue', 10, signature=sig)])
+  adder = adders.UnrollAdder(client, 'queue', unroll_length, num_envs,
+                             environment_spec=ENV_SPEC, batched_items=True)
+  step = lambda k: dm_env.TimeStep(
+      np.full(num_envs, dm_env.StepType.MID), np.zeros(num_envs, np.float32),
+      np.ones(num_envs, np.float32),
+      (np.arange(num_envs)[:, None] * 100 + np.full((1, 3), k)).astype(
+          np.float32))
+  adder.add_first(step(0))
+  for k in range(1, 3 * unroll_length + 1):
+    adder.set_policy_version(k)
+    adder.add(np.zeros(num_envs, np.int32), step(k))
+  adder.flush()
+  dataset = replay.make_dataset(client, 'queue', batch_size=4,
+                                max_in_flight_samples_per_worker=4,
+                                rate_limiter_timeout_ms=500,
+                                drop_remainder=False, unbatch_items=True)
+  iterator = iter(dataset)
+  first, second = next(iterator), next(iterator)
+  assert second.data['observation'].shape[0] == 2  # The queue is empty.
+  observations = np.concatenate([first.data['observation'][:, 0, 0],
+                                 second.data['observation'][:, 0, 0]])
+  # Unroll u of env e starts at step 2u: its first observation 100 e + 2u.
+  np.testing.assert_array_equal(observations, [0, 100, 2, 102, 4, 104])
+  np.testing.assert_array_equal(first.data['policy_version'], [1, 1, 3, 3])
+  keys = first.info.key.numpy()
+  assert keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2]
+
+
+def test_unbatch_items_needs_a_shared_leading_dimension(server_factory):
+  sig = adders.unroll_signature(ENV_SPEC, 2)  # One unroll per item.
+  client = server_factory([replay.queue_table('queue', 10, signature=sig)])
+  with pytest.raises(ValueError, match='do not share a leading dimension'):
+    replay.make_dataset(client, 'queue', batch_size=4, unbatch_items=True)
+
+
+def test_a_missing_table_is_named(server_factory):
+  sig = adders.unroll_signature(ENV_SPEC, 2)
+  client = server_factory([replay.queue_table('queue', 10, signature=sig)])
+  with pytest.raises(ValueError, match="no table 'queu' .tables: queue."):
+    replay.make_dataset(client, 'queu', batch_size=4)
+
+
 def test_priority_updates_change_what_is_sampled(server_factory):
   sig = adders.NStepTransitionAdder.signature(ENV_SPEC)
   client = server_factory([replay.prioritized_replay_table(
