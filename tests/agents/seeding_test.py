@@ -6,8 +6,9 @@ another seed gives different ones; and the two actors of one run are not
 copies of each other (each actor has its own seed). The first steps are
 read where the agent really puts them:
 
-- IMPALA, SEED, PPO: each actor's first unroll in the FIFO queue (the
-  actors run freely; the learner does not).
+- IMPALA, SEED, PPO: each actor's first item in the FIFO queue (the
+  actors run freely; the learner does not): IMPALA's and SEED's hold the
+  first unroll of all the actor's environments, PPO's one environment's.
 - A3C (no replay): each actor's first rollout through its own node
   (`pull()` then `rollout()`, what its `step()` does before the gradient).
 - Ape-X, R2D2: every item of the prioritized table after each actor made
@@ -65,7 +66,9 @@ def _queue_firsts(replay):
     sample = next(iter(replay.sample('queue', num_samples=1,
                                      emit_timesteps=False,
                           unpack_as_table_signature=True)))
-    firsts.setdefault(int(sample.data['actor_id']), sample.data)
+    # One id per item, or one per environment of a batched item.
+    actor_id = int(np.asarray(sample.data['actor_id']).flat[0])
+    firsts.setdefault(actor_id, sample.data)
   return firsts
 
 
