@@ -127,14 +127,14 @@ class ActorCriticConfig:
   weights_transport: str = 'tcp'
   max_queue_size: int = 64
   batched_items: bool = True
-
-  # Fields whose default is not what runs did before the field existed: a
-  # run saved without one resumes only with this value (`run.check_resume`).
-  FORMER_DEFAULTS: ClassVar[Dict[str, Any]] = {'batched_items': False}
   max_policy_lag: Optional[int] = None
   batched_env_kind: str = 'auto'
   train: bool = True
   learner_log_every: int = 100
+
+  # Fields whose default is not what runs did before the field existed: a
+  # run saved without one resumes only with this value (`run.check_resume`).
+  FORMER_DEFAULTS: ClassVar[Dict[str, Any]] = {'batched_items': False}
 
   def __post_init__(self):
     positive = ('unroll_length', 'batch_size', 'variable_update_period',

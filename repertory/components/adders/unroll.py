@@ -344,17 +344,16 @@ class UnrollAdder(base.ReverbAdder):
     them as one [N, T + 1] item)."""
     if self._priority_fn is not None:
       self._write_nested()
-    elif self._batched_items:
-      if self._flat_sources is None:
-        self._flat_sources = tree.flatten(self._step_sources())
-      self._insert_step([self._batched_field(source)
-                         for source in self._flat_sources])
     else:
       if self._flat_sources is None:
         self._flat_sources = tree.flatten(self._step_sources())
-      for i in range(self._N):
-        self._insert_step([self._field(source, i)
+      if self._batched_items:
+        self._insert_step([self._batched_field(source)
                            for source in self._flat_sources])
+      else:
+        for i in range(self._N):
+          self._insert_step([self._field(source, i)
+                             for source in self._flat_sources])
     self._flush(self._max_in_flight_items)
     # The last step of this unroll is the first step of the next one.
     T = self._T
