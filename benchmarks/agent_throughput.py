@@ -56,6 +56,19 @@ _BATCHED_ITEMS = flags.DEFINE_bool(
     'batched_items', None,
     "The programs' Config.batched_items (one Reverb item per actor and "
     "unroll); unset: the agent's default.")
+_CONFIG = flags.DEFINE_multi_string(
+    'config', [], "field=value: sets a field of the programs' agent Config "
+    '(e.g. --config=variable_update_period=100), as `--config.<field>` does '
+    'for `python -m repertory.run`.')
+
+
+def _config_settings(settings: List[str]) -> Dict[str, str]:
+  """{field: text} from --config=field=value settings."""
+  for setting in settings:
+    if '=' not in setting:
+      raise app.UsageError(f'--config={setting!r}: expected field=value, '
+                           'e.g. --config=variable_update_period=100.')
+  return dict(setting.split('=', 1) for setting in settings)
 
 
 def actor_policy(config: Any, env: Any, seed: int) -> Any:
@@ -158,10 +171,12 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
   from repertory import agents  # pylint: disable=g-import-not-at-top
   from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
   from repertory import launch  # pylint: disable=g-import-not-at-top
+  from repertory import overrides  # pylint: disable=g-import-not-at-top
   module = agents.get(agent)
   config = module.Config(train=train)
   if _BATCHED_ITEMS.value is not None:
     config = dataclasses.replace(config, batched_items=_BATCHED_ITEMS.value)
+  config = overrides.apply(config, _config_settings(_CONFIG.value))
   logdir = os.path.join('/tmp/repertory_bench',
                         f'{agent}-{env_spec.replace(":", "_")}-{num_actors}-'
                         f'{int(train)}-{int(time.time())}')

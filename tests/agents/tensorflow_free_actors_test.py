@@ -16,6 +16,7 @@ from repertory import experiment as experiment_lib
 from repertory import testing
 from repertory.agents import impala
 from repertory.agents import ppo
+from repertory.agents import seed as seed_agent
 from repertory.agents.ppo import program as ppo_program
 from repertory.components import networks
 from repertory.components.actor_critic import mlp_policy
@@ -129,6 +130,54 @@ def test_impala_actor(tmp_path, use_lstm, batched_items):
   for item, (observation, _) in _first_steps(items):
     if use_lstm:  # The state stored is the one before the item's first
       # step, zeroed there if an episode starts (step type FIRST = 0).
+      keep = float(np.asarray(item['step_type'])[0] != 0)
+      state = type(network.initial_state(1))(
+          *(keep * np.asarray(x)[None] for x in item['core_state']))
+      logits = network(tf.constant(observation[:1]), state)[0].logits.numpy()
+      steps = 1
+    else:
+      logits, steps = network(tf.constant(observation)).logits.numpy(), -1
+    np.testing.assert_allclose(
+        np.asarray(item['extras']['logits'])[:steps], logits, atol=1e-5)
+
+
+@pytest.mark.parametrize('use_lstm', [False, True])
+def test_seed_inference_server(tmp_path, use_lstm):
+  # SEED's server evaluates the learner's network in numpy: with
+  # inference_placement='separate' its process needs no TensorFlow.
+  settings = dict(IMPALA, use_lstm=True, shared_torso=True,
+                  lstm_size=8) if use_lstm else dict(IMPALA)
+  config = seed_agent.Config(**settings)
+  with networks.seeded(0):
+    network = actor_critic_nets.make_network(config, CATCH.observations,
+                                             CATCH.actions)
+  tables = actor_critic_tables.make_tables(config, CATCH, envs_per_actor=2)
+  with testing.reverb_server(tables) as client:
+    _run_actor(tmp_path, 'seed', settings, networks.get_variables(network),
+               client.server_address, f'''
+        import functools
+        from repertory import environments
+        from repertory.agents.seed import acting, networks
+        from repertory.components import adders, inference
+        from repertory.components.actor_critic import numpy_policy
+        env = environments.make_batched('catch', 2, seed=0)
+        state_spec = (numpy_policy.lstm_state_spec(config.lstm_size)
+                      if config.use_lstm else None)
+        server = inference.InferenceServer(
+            functools.partial(networks.make_policy, config, None), learner,
+            replay, {actor_critic_tables.TABLE!r}, config.unroll_length, 2,
+            environment_spec=adders.EnvironmentSpec(
+                env.observation_spec(), env.action_spec(), None, None),
+            extras_spec={{'logits': np.zeros((3,), np.float32)}},
+            core_state_spec=state_spec, batched_items=True)
+        actor = acting.SeedActor(0, 'catch', 2, 0, server, transport='handle')
+        actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
+    ''')
+    items = list(_per_environment(
+        testing.read_queue(client, actor_critic_tables.TABLE)))
+  assert len(items) == 4
+  for item, (observation, _) in _first_steps(items):
+    if use_lstm:  # Each item's first step from its stored state.
       keep = float(np.asarray(item['step_type'])[0] != 0)
       state = type(network.initial_state(1))(
           *(keep * np.asarray(x)[None] for x in item['core_state']))
