@@ -109,21 +109,23 @@ class Batcher:
       self._slots.release()
 
   def _call_batched(self, calls: List[Tuple[tuple, dict]]) -> List[Any]:
-    tree = _tree()
     n = len(calls)
-    try:
-      for call in calls[1:]:
-        tree.assert_same_structure(calls[0], call)
-    except (ValueError, TypeError) as e:
-      raise ValueError(
-          f'batched_handler {getattr(self._fn, "__name__", self._fn)}: calls '
-          f'in one batch must have arguments of the same structure: {e}'
-      ) from None
+    if n > 1:
+      try:
+        for call in calls[1:]:
+          _tree().assert_same_structure(calls[0], call)
+      except (ValueError, TypeError) as e:
+        raise ValueError(
+            f'batched_handler {getattr(self._fn, "__name__", self._fn)}: '
+            'calls in one batch must have arguments of the same structure: '
+            f'{e}') from None
     if self._pad_batch and n < self._batch_size:
       calls = calls + [calls[-1]] * (self._batch_size - n)
-    args, kwargs = tree.map_structure(lambda *xs: np.stack(xs), *calls)
-    output = self._fn(*args, **kwargs)
     size = len(calls)
+    args = tuple(_stack([c[0][i] for c in calls])
+                 for i in range(len(calls[0][0])))
+    kwargs = {k: _stack([c[1][k] for c in calls]) for k in calls[0][1]}
+    output = self._fn(*args, **kwargs)
 
     def check(path, x):
       if np.ndim(x) == 0 or np.shape(x)[0] < n:
@@ -131,8 +133,23 @@ class Batcher:
             f'batched_handler {getattr(self._fn, "__name__", self._fn)} '
             f'returned a leaf at {path} of shape {np.shape(x)}; every leaf '
             f'must have the batch ({size}) as its leading dimension.')
+    if isinstance(output, np.ndarray):  # The common case, without dm-tree.
+      check((), output)
+      return list(output[:n])
+    tree = _tree()
     tree.map_structure_with_path(check, output)
     return [tree.map_structure(lambda x, i=i: x[i], output) for i in range(n)]
+
+
+def _stack(values: List[Any]) -> Any:
+  """One argument of every call, stacked leaf-wise on a new leading axis
+  (arrays and numbers directly: dm-tree costs more than the stacking)."""
+  first = values[0]
+  if isinstance(first, (np.ndarray, np.generic, int, float, bool)):
+    if len(values) == 1:
+      return np.array(first)[None]  # A copy, as np.stack makes.
+    return np.stack(values)
+  return _tree().map_structure(lambda *xs: np.stack(xs), *values)
 
 
 class _BatchedMethod:

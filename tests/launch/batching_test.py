@@ -146,15 +146,40 @@ def test_an_error_in_the_batched_method_reaches_every_caller():
              for e in errors)
 
 
-def test_results_without_a_batch_dimension_are_rejected():
+@pytest.mark.parametrize('result', [{'scalar': np.float32(1.0)},
+                                    np.zeros(())])
+def test_results_without_a_batch_dimension_are_rejected(result):
 
   class Server:
 
     @launch.batched_handler(batch_size=1, timeout=0.0)
     def f(self, x):
-      return {'scalar': np.float32(1.0)}
+      del x
+      return result
   with pytest.raises(ValueError, match='leading dimension'):
     Server().f(np.zeros(3))
+
+
+@pytest.mark.parametrize('batch_size', [1, 2])
+def test_the_batch_holds_copies_of_the_callers_arguments(batch_size):
+
+  class Server:
+
+    @launch.batched_handler(batch_size=batch_size, timeout=30.0)
+    def f(self, x, y=None):
+      x[:] = -1  # Writing into the batch leaves the callers' arrays alone.
+      y['a'][:] = -1
+      return x
+  inputs = [np.arange(3.0) + i for i in range(batch_size)]
+  nested = [{'a': np.ones(2)} for _ in range(batch_size)]
+  server = Server()
+  results, errors = call_concurrently(
+      lambda i: server.f(inputs[i], y=nested[i]), list(range(batch_size)))
+  assert errors == [None] * batch_size
+  for i in range(batch_size):
+    np.testing.assert_array_equal(results[i], [-1, -1, -1])
+    np.testing.assert_array_equal(inputs[i], np.arange(3.0) + i)
+    np.testing.assert_array_equal(nested[i]['a'], [1, 1])
 
 
 def test_calls_of_different_structures_are_rejected():

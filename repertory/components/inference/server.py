@@ -311,14 +311,15 @@ class InferenceServer:
     # One forward pass over all K * N environments.
     flat = lambda x: np.reshape(x, (num_calls * n,) + np.shape(x)[2:])  # pylint: disable=g-long-lambda
     states = tree.map_structure(lambda *xs: np.concatenate(xs),
-                                *[s.state for s in slots])
+                                *[s.state for s in slots]
+                                ) if self._recurrent else ()
     first = flat(step_type == _FIRST)
     kwargs = {}
     if self._uniform:
       kwargs['uniform'] = np.concatenate([s.rng.random_sample(n)
                                           for s in slots])
     action, extras, next_state = self._step_policies(
-        opponent, tree.map_structure(flat, observation), states, first,
+        opponent, _map(flat, observation), states, first,
         kwargs)
 
     for k, slot in enumerate(slots):
@@ -326,7 +327,7 @@ class InferenceServer:
       take = lambda x: x[rows]  # pylint: disable=cell-var-from-loop
       if slot.adder is not None:
         timestep = _Timestep(step_type[k], reward[k], discount[k],
-                             tree.map_structure(lambda x: x[k], observation))  # pylint: disable=cell-var-from-loop
+                             _map(lambda x: x[k], observation))  # pylint: disable=cell-var-from-loop
         if slot.pending is None:
           slot.adder.add_first(timestep)
         else:
@@ -334,15 +335,27 @@ class InferenceServer:
           slot.adder.set_policy_version(prev_version)
           slot.adder.add(prev_action, timestep, extras=prev_extras,
                          core_state=prev_state if self._recurrent else None)
-        slot.pending = (action[rows], tree.map_structure(take, extras),
-                        slot.state, self._version)
-      slot.state = tree.map_structure(take, next_state)
+        slot.pending = (action[rows], _map(take, extras), slot.state,
+                        self._version)
+      slot.state = _map(take, next_state) if self._recurrent else ()
       slot.steps += 1
     action = np.reshape(action, (num_calls, n) + np.shape(action)[1:])
     if self._return_extras:
       return action, tree.map_structure(
           lambda x: np.reshape(x, (num_calls, n) + np.shape(x)[1:]), extras)
     return action
+
+
+def _map(fn: Callable[[Any], Any], nest: Any) -> Any:
+  """`tree.map_structure(fn, nest)`, without dm-tree for an array or a
+  dict of arrays (a server call's observations and extras), where its
+  bookkeeping costs more than `fn`."""
+  if isinstance(nest, np.ndarray):
+    return fn(nest)
+  if isinstance(nest, dict) and all(
+      isinstance(x, np.ndarray) for x in nest.values()):
+    return {k: fn(x) for k, x in nest.items()}
+  return tree.map_structure(fn, nest)
 
 
 class _Timestep:
