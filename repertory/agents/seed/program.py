@@ -95,7 +95,8 @@ def make_program(config: config_lib.Config,
           extras_spec={'logits': np.zeros((num_actions,), np.float32)},
           core_state_spec=core_state_spec,
           seed=experiment.seed,
-          batched_items=config.batched_items)
+          batched_items=config.batched_items,
+          colocated_variable_source=config.inference_placement == 'learner')
       for s in range(num_servers)]
   if config.inference_placement == 'learner':
     with program.group('learner'):

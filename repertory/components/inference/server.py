@@ -16,7 +16,8 @@ environment back. Concurrent calls of many actors are stacked by
   its actions before sending its next step);
 * assembles each actor's unrolls with an `UnrollAdder` and writes them to
   the Reverb queue, tagged with the policy version that chose the actions;
-* pulls new weights from the learner every `variable_update_period` batches;
+* pulls new weights from the learner every `variable_update_period` batches
+  (on the serving thread when the learner shares its process);
 * serves `inference` also over a direct TCP channel (`channel_address()`,
   see `launch.ChannelServer`), which SEED's actors use instead of a Ray call per
   step.
@@ -100,7 +101,8 @@ class InferenceServer:
                make_opponent_policy: Optional[Callable[[], Any]] = None,
                max_opponents: int = 64,
                return_extras: bool = False,
-               batched_items: bool = False):
+               batched_items: bool = False,
+               colocated_variable_source: bool = False):
     """Builds the policy and waits for the first weights.
 
     Args:
@@ -127,6 +129,11 @@ class InferenceServer:
       return_extras: `inference` returns (actions, extras) instead of actions.
       batched_items: each actor's unroll of its N environments is one item
         (`UnrollAdder(batched_items=True)`), not N.
+      colocated_variable_source: `variable_source` runs in this process
+        (SEED's default placement, in the learner's): weights are fetched
+        on the serving thread, not on a fetch thread
+        (`VariableClient(asynchronous=False)`), which at a fetch per batch
+        saves two thread hand-offs per call.
     """
     if unroll_length < 1 or envs_per_actor < 1 or max_batch_size < 1:
       raise ValueError(
@@ -138,7 +145,8 @@ class InferenceServer:
         self._policy.step).parameters
     self._client = variables.VariableClient(
         variable_source, variable_name,
-        update_period=variable_update_period)
+        update_period=variable_update_period,
+        asynchronous=not colocated_variable_source)
     self._client.update(wait=True)
     self._policy.set_weights(self._client.params)
     self._version = self._client.version

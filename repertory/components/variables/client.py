@@ -36,7 +36,9 @@ class VariableClient:
   travel only when their version changed; a broken connection (a restarted
   learner) is opened again once per fetch.
 
-  Fetches run on one daemon thread per client, started on the first fetch
+  With `asynchronous=False` (a source in this process) every fetch runs on
+  the caller's thread instead. Otherwise fetches run on one daemon thread
+  per client, started on the first fetch
   and ended by `close()` or when the client is garbage-collected (a blocked
   fetch never keeps the process alive at exit). One thread, not one per
   fetch: Ray records a task event for the first calls from every new
@@ -66,7 +68,11 @@ class VariableClient:
       update_period: fetch every this many `update()` calls (>= 1).
       update_period_s: if set, also fetch when this many seconds have passed
         since the last fetch started.
-      asynchronous: if False, periodic fetches block the caller.
+      asynchronous: if False, every fetch runs on the calling thread and
+        blocks it (no fetch thread): for a source in this process that
+        answers at once (a `VariableStore`, a learner colocated with the
+        caller), whose fetches would otherwise cost more in hand-offs
+        between the two threads than the fetch itself.
       fetch_timeout_s: how long a blocking fetch may take before a
         `TimeoutError` naming the source is raised.
       transport: 'handle' (`source.get_variables`) or 'tcp' (see above).
@@ -95,6 +101,7 @@ class VariableClient:
     self._fetch_timeout_s = fetch_timeout_s
     self._future: Optional[concurrent.futures.Future] = None
     self._requests: Optional[queue.Queue] = None  # To the fetch thread.
+    self._fetch: Optional[Callable[[], Any]] = None  # Without a thread.
     self._calls = 0
     self._last_fetch_time = -float('inf')
     self._lock = threading.Lock()
@@ -155,6 +162,19 @@ class VariableClient:
         self._future = None
     self._apply(result)
 
+  def _make_fetch(self) -> Callable[[], Any]:
+    return (_ChannelFetch(self._source, list(self._names))
+            if self._transport == 'tcp' else
+            functools.partial(self._source.get_variables, list(self._names)))
+
+  def _fetch_here(self) -> None:
+    """A fetch on the calling thread (`asynchronous=False`)."""
+    self._last_fetch_time = time.monotonic()
+    if self._fetch is None:
+      self._fetch = self._make_fetch()
+    result = self._fetch()
+    self._apply((int(result[0]), list(result[1])))
+
   def _start_fetch(self) -> None:
     self._last_fetch_time = time.monotonic()
     future = concurrent.futures.Future()
@@ -162,11 +182,8 @@ class VariableClient:
       self._requests = queue.Queue()
       # The thread holds the source, not the client: a client that is
       # garbage-collected (without close()) ends its thread.
-      fetch = (_ChannelFetch(self._source, list(self._names))
-               if self._transport == 'tcp' else
-               functools.partial(self._source.get_variables,
-                                 list(self._names)))
-      threading.Thread(target=_serve_fetches, args=(fetch, self._requests),
+      threading.Thread(target=_serve_fetches,
+                       args=(self._make_fetch(), self._requests),
                        daemon=True, name='variable_client_fetch').start()
       weakref.finalize(self, self._requests.put, None)
     self._requests.put(future)
@@ -178,6 +195,12 @@ class VariableClient:
     Args:
       wait: fetch now and block until the newest weights are held.
     """
+    if not self._asynchronous:
+      self._calls += 1
+      if wait or self._due():
+        self._calls = 0
+        self._fetch_here()
+      return
     if wait:
       self._collect(block=True)
       self._start_fetch()
@@ -186,14 +209,15 @@ class VariableClient:
       return
     self._collect(block=False)
     self._calls += 1
-    due = self._calls >= self._update_period or (
-        self._update_period_s is not None and
-        time.monotonic() - self._last_fetch_time >= self._update_period_s)
-    if due and self._future is None:
+    if self._due() and self._future is None:
       self._calls = 0
       self._start_fetch()
-      if not self._asynchronous:
-        self._collect(block=True)
+
+  def _due(self) -> bool:
+    """Whether a period has elapsed (counted calls or seconds)."""
+    return self._calls >= self._update_period or (
+        self._update_period_s is not None and
+        time.monotonic() - self._last_fetch_time >= self._update_period_s)
 
   def update_and_wait(self) -> None:
     """Fetches and blocks (Acme's name for `update(wait=True)`)."""
@@ -232,6 +256,9 @@ class VariableClient:
     if self._requests is not None:
       self._requests.put(None)
       self._requests = None
+    if isinstance(self._fetch, _ChannelFetch):
+      self._fetch.close()
+    self._fetch = None
 
 
 class _ChannelFetch:

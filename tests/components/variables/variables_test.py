@@ -220,3 +220,42 @@ def test_tcp_transport_reconnects_to_a_restarted_source():
 def test_bad_transport():
   with pytest.raises(ValueError, match=r"transport='grpc'; choose one of"):
     VariableClient(VariableStore(), 'policy', transport='grpc')
+
+
+class _ThreadRecordingStore(VariableStore):
+  """Records the thread of each fetch."""
+
+  def __init__(self, *args):
+    super().__init__(*args)
+    self.threads = []
+
+  def get_variables(self, names):
+    self.threads.append(threading.current_thread())
+    return super().get_variables(names)
+
+  def get_variables_if_newer(self, names, version):
+    self.threads.append(threading.current_thread())
+    return super().get_variables_if_newer(names, version)
+
+
+@pytest.mark.parametrize('transport', ['handle', 'tcp'])
+def test_synchronous_client_fetches_on_the_calling_thread(transport):
+  before = len(_fetch_threads())
+  store = _ThreadRecordingStore({'policy': np.zeros(1)})
+  client = VariableClient(store, 'policy', update_period=2,
+                          asynchronous=False, transport=transport)
+  client.update(wait=True)
+  assert client.version == 0
+  store.publish({'policy': np.ones(1)})
+  client.update()
+  assert client.version == 0  # The period is 2 calls.
+  client.update()
+  assert client.version == 1
+  np.testing.assert_array_equal(client.params, np.ones(1))
+  assert len(_fetch_threads()) == before  # No fetch thread was started.
+  if transport == 'handle':
+    assert store.threads == [threading.current_thread()] * 2
+  else:  # The store's channel thread answers.
+    assert store.threads and threading.current_thread() not in store.threads
+  client.close()
+  store.close()
