@@ -38,6 +38,7 @@ from repertory.launch.compat import make_program_stopper
 from repertory.launch.compat import PythonProcess
 from repertory.launch.context import channel_key
 from repertory.launch.context import get_launch_type
+from repertory.launch.context import gpu_visible
 from repertory.launch.context import host_ip
 from repertory.launch.context import register_stop_handler
 from repertory.launch.context import run_until_stop

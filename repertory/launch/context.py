@@ -185,6 +185,21 @@ def channel_key() -> bytes:
   return runtime.authkey if runtime is not None else _PROCESS_KEY
 
 
+def gpu_visible() -> bool:
+  """Whether this process may use a GPU: `CUDA_VISIBLE_DEVICES` names one
+  (Ray sets it in every node process to the GPUs granted to its group by
+  `--lp_resources`, empty where none were), or, where it is not set, the
+  machine has an NVIDIA GPU (`/proc/driver/nvidia/gpus`). Imports nothing:
+  a node decides with it whether it needs TensorFlow at all."""
+  devices = os.environ.get('CUDA_VISIBLE_DEVICES')
+  if devices is not None:
+    return devices.strip() not in ('', '-1')
+  try:
+    return bool(os.listdir('/proc/driver/nvidia/gpus'))
+  except OSError:
+    return False
+
+
 def get_launch_type() -> Optional[str]:
   """The launch type of the program this code runs in, or None outside one."""
   runtime = current_runtime(required=False)

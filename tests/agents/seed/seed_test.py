@@ -8,14 +8,18 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import testing
 from repertory.agents import seed
+from repertory.agents.seed import networks as seed_networks
+from repertory.components import networks as components_networks
 from repertory.components.actor_critic import networks
 
+CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
             hidden_sizes=(16,), lstm_size=8, learner_log_every=1)
 
@@ -36,6 +40,48 @@ def test_batch_size_defaults_to_the_actors_of_a_server():
   assert seed.Config().batch_size_for(5) == 5
   assert seed.Config(num_inference_servers=2).batch_size_for(5) == 3
   assert seed.Config(max_batch_size=4).batch_size_for(5) == 4
+
+
+@pytest.mark.parametrize('devices, kind', [
+    ('', 'LogitsPolicy'), ('-1', 'LogitsPolicy'), ('0', 'Policy')])
+def test_server_policy_is_tensorflow_only_on_a_gpu(monkeypatch, devices,
+                                                   kind):
+  # Ray sets CUDA_VISIBLE_DEVICES in every node process ('' without GPUs).
+  monkeypatch.setenv('CUDA_VISIBLE_DEVICES', devices)
+  assert launch.gpu_visible() == (kind == 'Policy')
+  policy = seed_networks.make_policy(seed.Config(**TINY), CATCH)
+  assert type(policy).__name__ == kind
+
+
+@pytest.mark.parametrize('use_lstm', [False, True])
+def test_server_policies_act_alike(monkeypatch, use_lstm):
+  config = seed.Config(**dict(TINY, use_lstm=use_lstm))
+  with components_networks.seeded(0):
+    weights = components_networks.get_variables(networks.make_network(
+        config, CATCH.observations, CATCH.actions))
+  policies = []
+  for devices in ('0', ''):  # TensorFlow's, then numpy's.
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', devices)
+    policies.append(seed_networks.make_policy(config, CATCH))
+    policies[-1].set_weights(weights)
+  rng = np.random.default_rng(0)
+  observation = rng.random((6,) + CATCH.observations.shape, np.float32)
+  first = np.array([True, False] * 3)
+  uniform = rng.random(6)
+  # A recurrent state mid-episode (rows where `first` holds are reset).
+  state = [rng.random((6, config.lstm_size), np.float32) for _ in range(2)]
+  outputs = []
+  for policy in policies:
+    initial = policy.initial_state(6)
+    outputs.append(policy.step(
+        observation, type(initial)(*state) if use_lstm else initial, first,
+        uniform=uniform))
+  (tf_action, tf_extras, tf_state), (np_action, np_extras, np_state) = outputs
+  np.testing.assert_allclose(np_extras['logits'], tf_extras['logits'],
+                             atol=1e-5)
+  np.testing.assert_array_equal(np_action, tf_action)
+  for x, y in zip(np_state, tf_state):  # () for the feedforward network.
+    np.testing.assert_allclose(x, y, atol=1e-5)
 
 
 def test_seed_actor_process_does_not_import_tensorflow():
