@@ -104,29 +104,24 @@ def _per_environment(items):
       yield tree.map_structure(lambda x, e=e: np.asarray(x)[e], item)
 
 
-@pytest.mark.parametrize('use_lstm, batched_items', [
-    (False, False), (True, False), (True, True)])
-def test_impala_actor(tmp_path, use_lstm, batched_items):
-  settings = dict(IMPALA, use_lstm=True, shared_torso=True,
-                  lstm_size=8) if use_lstm else dict(IMPALA)
-  settings['batched_items'] = batched_items
-  config = impala.Config(**settings)
+def _impala_settings(use_lstm):
+  if use_lstm:
+    return dict(IMPALA, use_lstm=True, shared_torso=True, lstm_size=8)
+  return dict(IMPALA)
+
+
+def _network_and_tables(config):
+  """The learner's network (seeded) and the queue of 2 envs per actor."""
   with networks.seeded(0):
     network = actor_critic_nets.make_network(config, CATCH.observations,
                                              CATCH.actions)
-  tables = actor_critic_tables.make_tables(config, CATCH, envs_per_actor=2)
-  with testing.reverb_server(tables) as client:
-    _run_actor(tmp_path, 'impala', settings, networks.get_variables(network),
-               client.server_address, f'''
-        from repertory.agents.impala import acting
-        actor = acting.ImpalaActor(0, config, 'catch', 2, seed=0,
-                                   learner=learner, replay=replay,
-                                   table={actor_critic_tables.TABLE!r})
-        actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
-    ''')
-    items = list(_per_environment(
-        testing.read_queue(client, actor_critic_tables.TABLE)))
-  assert len(items) >= 2
+  return network, actor_critic_tables.make_tables(config, CATCH,
+                                                  envs_per_actor=2)
+
+
+def _check_behaviour_logits(items, network, use_lstm):
+  """The logits stored in per-environment items are the network's on the
+  items' observations (an LSTM's: its first step, from the stored state)."""
   for item, (observation, _) in _first_steps(items):
     if use_lstm:  # The state stored is the one before the item's first
       # step, zeroed there if an episode starts (step type FIRST = 0).
@@ -141,17 +136,32 @@ def test_impala_actor(tmp_path, use_lstm, batched_items):
         np.asarray(item['extras']['logits'])[:steps], logits, atol=1e-5)
 
 
+@pytest.mark.parametrize('use_lstm, batched_items', [
+    (False, False), (True, False), (True, True)])
+def test_impala_actor(tmp_path, use_lstm, batched_items):
+  settings = dict(_impala_settings(use_lstm), batched_items=batched_items)
+  network, tables = _network_and_tables(impala.Config(**settings))
+  with testing.reverb_server(tables) as client:
+    _run_actor(tmp_path, 'impala', settings, networks.get_variables(network),
+               client.server_address, f'''
+        from repertory.agents.impala import acting
+        actor = acting.ImpalaActor(0, config, 'catch', 2, seed=0,
+                                   learner=learner, replay=replay,
+                                   table={actor_critic_tables.TABLE!r})
+        actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
+    ''')
+    items = list(_per_environment(
+        testing.read_queue(client, actor_critic_tables.TABLE)))
+  assert len(items) >= 2
+  _check_behaviour_logits(items, network, use_lstm)
+
+
 @pytest.mark.parametrize('use_lstm', [False, True])
 def test_seed_inference_server(tmp_path, use_lstm):
   # SEED's server evaluates the learner's network in numpy: with
   # inference_placement='separate' its process needs no TensorFlow.
-  settings = dict(IMPALA, use_lstm=True, shared_torso=True,
-                  lstm_size=8) if use_lstm else dict(IMPALA)
-  config = seed_agent.Config(**settings)
-  with networks.seeded(0):
-    network = actor_critic_nets.make_network(config, CATCH.observations,
-                                             CATCH.actions)
-  tables = actor_critic_tables.make_tables(config, CATCH, envs_per_actor=2)
+  settings = _impala_settings(use_lstm)
+  network, tables = _network_and_tables(seed_agent.Config(**settings))
   with testing.reverb_server(tables) as client:
     _run_actor(tmp_path, 'seed', settings, networks.get_variables(network),
                client.server_address, f'''
@@ -176,17 +186,7 @@ def test_seed_inference_server(tmp_path, use_lstm):
     items = list(_per_environment(
         testing.read_queue(client, actor_critic_tables.TABLE)))
   assert len(items) == 4
-  for item, (observation, _) in _first_steps(items):
-    if use_lstm:  # Each item's first step from its stored state.
-      keep = float(np.asarray(item['step_type'])[0] != 0)
-      state = type(network.initial_state(1))(
-          *(keep * np.asarray(x)[None] for x in item['core_state']))
-      logits = network(tf.constant(observation[:1]), state)[0].logits.numpy()
-      steps = 1
-    else:
-      logits, steps = network(tf.constant(observation)).logits.numpy(), -1
-    np.testing.assert_allclose(
-        np.asarray(item['extras']['logits'])[:steps], logits, atol=1e-5)
+  _check_behaviour_logits(items, network, use_lstm)
 
 
 @pytest.mark.parametrize('config', [IMPALA, dict(IMPALA, shared_torso=True,

@@ -38,11 +38,11 @@ class VariableClient:
 
   With `asynchronous=False` (a source in this process) every fetch runs on
   the caller's thread instead. Otherwise fetches run on one daemon thread
-  per client, started on the first fetch
-  and ended by `close()` or when the client is garbage-collected (a blocked
-  fetch never keeps the process alive at exit). One thread, not one per
-  fetch: Ray records a task event for the first calls from every new
-  thread, so a thread per fetch would fill Ray's GCS steadily.
+  per client, started on the first fetch and ended by `close()` or when
+  the client is garbage-collected (a blocked fetch never keeps the process
+  alive at exit). One thread, not one per fetch: Ray records a task event
+  for the first calls from every new thread, so a thread per fetch would
+  fill Ray's GCS steadily.
 
   Example::
 
@@ -74,7 +74,8 @@ class VariableClient:
         caller), whose fetches would otherwise cost more in hand-offs
         between the two threads than the fetch itself.
       fetch_timeout_s: how long a blocking fetch may take before a
-        `TimeoutError` naming the source is raised.
+        `TimeoutError` naming the source is raised (a fetch thread's: one
+        on the calling thread returns when the source answers).
       transport: 'handle' (`source.get_variables`) or 'tcp' (see above).
     """
     if transport not in launch.TRANSPORTS:
