@@ -62,13 +62,18 @@ class NodeHost:
     self._on_finished = on_finished
     self.records: Dict[str, NodeRecord] = {
         n.node_id: NodeRecord(n) for n in nodes}
+    self._starting = threading.Lock()
 
   def start(self) -> None:
-    for record in self.records.values():
-      record.thread = threading.Thread(
-          target=self._run_node, args=(record,), daemon=True,
-          name=f'node {record.node.node_id}')
-      record.thread.start()
+    # A node that fails at once stops the program from another thread while
+    # later nodes are still being started; `join` waits until all are.
+    with self._starting:
+      for record in self.records.values():
+        thread = threading.Thread(
+            target=self._run_node, args=(record,), daemon=True,
+            name=f'node {record.node.node_id}')
+        thread.start()
+        record.thread = thread
 
   def _run_node(self, record: NodeRecord) -> None:
     context.set_thread_runtime(self._runtime)
@@ -196,6 +201,8 @@ class NodeHost:
   def join(self, deadline: float) -> List[str]:
     """Waits until `deadline` (monotonic) for run loops; returns the ids of
     the nodes still running."""
+    with self._starting:  # Every node's thread has been started.
+      pass
     for record in self.records.values():
       if record.thread is not None:
         record.thread.join(max(0.0, deadline - time.monotonic()))

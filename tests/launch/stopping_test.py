@@ -124,3 +124,28 @@ def test_unpicklable_arguments_are_fine_in_threads():
   program.add_node(launch.PyNode(lambda l: l.acquire(), lock))
   launch.launch(program, launch_type='local_mt')
   assert lock.locked()
+
+
+def test_a_stop_while_nodes_are_still_being_started(monkeypatch, tmp_path):
+  """The first node fails at once; the stop it causes runs while the second
+  node's thread is created but not yet started, and waits for it."""
+  import threading  # pylint: disable=g-import-not-at-top
+  thread_errors = []
+  monkeypatch.setattr(threading, 'excepthook', thread_errors.append)
+
+  class SlowStart(threading.Thread):
+
+    def start(self):
+      if self.name == 'node late/0':
+        time.sleep(0.5)  # The failure of 'bad/0' stops the program meanwhile.
+      super().start()
+
+  monkeypatch.setattr(threading, 'Thread', SlowStart)
+  program = launch.Program('starting')
+  program.add_node(launch.PyNode(boom), label='bad')
+  program.add_node(launch.PyNode(loop_until_stopped, tmp_path / 'final'),
+                   label='late')
+  with pytest.raises(ValueError, match='boom'):
+    launch.launch(program, launch_type='test_mt').wait(timeout=60)
+  assert not thread_errors, [e.exc_value for e in thread_errors]
+  assert (tmp_path / 'final').read_text() == 'final checkpoint'
