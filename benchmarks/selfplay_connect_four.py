@@ -10,7 +10,8 @@ actor) for `--seconds`; with `--agent=alphazero`, that agent (local_mp,
 `--num_actors` actors). Rerunning with the same --out continues the same run
 (and league) (train in chunks). `--train=false` only plays. Results (the tables of
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
-go to `<out>/connect_four.json`. `--snapshots=main@v600,main@v1200` also
+are appended to the list in `<out>/connect_four.json`, one entry per
+invocation (a chunk's results never replace an earlier chunk's). `--snapshots=main@v600,main@v1200` also
 plays those league snapshots (a win-rate curve over the run).
 `--search=100` also plays the trained network (and the snapshots) searching
 with that many simulations per move (`repertory.play`'s
@@ -97,6 +98,21 @@ def play(logdir: str, opponent: str, snapshot: str = '',
   return result
 
 
+def _append_results(path: str, results: dict) -> None:
+  """Appends `results` to the JSON list at `path` (written whole to a
+  temporary file, then renamed over it)."""
+  entries = []
+  if os.path.exists(path):
+    with open(path) as f:
+      entries = json.load(f)
+    if isinstance(entries, dict):  # Written by an earlier version: one run.
+      entries = [entries]
+  entries.append(results)
+  with open(path + '.tmp', 'w') as f:
+    json.dump(entries, f, indent=1)
+  os.replace(path + '.tmp', path)
+
+
 def main(argv):
   del argv
   logdir = os.path.abspath(_OUT.value)
@@ -130,8 +146,7 @@ def main(argv):
         played[f'search:{_SEARCH.value}'] = play(logdir, opponent, snapshot,
                                                  search=_SEARCH.value)
   results['greedy'] = _GREEDY.value
-  with open(os.path.join(logdir, 'connect_four.json'), 'w') as f:
-    json.dump(results, f, indent=1)
+  _append_results(os.path.join(logdir, 'connect_four.json'), results)
   print(json.dumps({k: v for k, v in results.items() if k != 'snapshots'},
                    indent=1))
   if results['snapshots']:
