@@ -33,6 +33,7 @@ import os
 # one line on stderr); its warnings and errors still show.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -376,8 +377,12 @@ def main(argv: List[str],
           config, experiment, program, max_restarts, write_config=False)
     finally:
       results = attempt.end()  # This attempt's record (repertory/rundir.py).
-  except KeyboardInterrupt:
-    sys.exit(interrupted_message(experiment.logdir))
+  except KeyboardInterrupt as e:
+    # Stopped, with its checkpoints: the status a shell gives a command its
+    # signal ended (130 for Ctrl-C, 143 for SIGTERM), not a failure's 1.
+    print(interrupted_message(experiment.logdir), file=sys.stderr)
+    sys.exit(e.code if isinstance(e, launch.Terminated) else
+             128 + signal.SIGINT)
   except launch.NodeError as e:  # One line; the traceback is in the node log.
     sys.exit(f'repertory.run: error: {launch_errors.one_line(e)}')
   except RuntimeError as e:

@@ -136,6 +136,7 @@ def test_finished_run_is_refused_and_results_are_kept_per_attempt(tmp_path):
   finally:
     if proc.poll() is None:
       proc.kill()
+  assert proc.returncode == 143  # 128 + SIGTERM: stopped, not failed.
   assert _json(logdir, 'results.json') == first
   assert _json(logdir, 'attempts', '1', 'results.json') == first
   assert not os.path.exists(os.path.join(logdir, 'attempts', '2',
