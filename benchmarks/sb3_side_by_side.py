@@ -13,8 +13,11 @@ seconds the script sums the PSS of the whole process tree (psutil
 it) and watches two files of the run:
 
 - the first training step: repertory's learner writes its first
-  `learner.csv` row after its first update; the SB3 child writes
-  `first_step` when its second rollout starts (after its first `train()`);
+  `learner.csv` row after its first update (PPO), or after update
+  `learner_log_every` (IMPALA and SEED: 100 by default, so their start-up
+  figure includes 99 updates; `startup_breakdown.py` sets it to 1); the SB3
+  child writes `first_step` when its second rollout starts (after its first
+  `train()`);
 - `episodes.csv` (wall time, return, length of every finished training
   episode; repertory's `RunMonitor` writes it, the SB3 child a callback).
 
