@@ -14,6 +14,8 @@ per client, which a node hands out through a handle call once:
   are stacked into one forward pass.
 * `ChannelClient(address).call(*args)` sends a request and waits for the
   reply; a server-side error is raised as `ChannelError` with its text.
+  `send(*args)`, `reply_ready()` and `receive()` are its two halves, for a
+  caller that goes on working while the server answers.
 
 Security (see docs/security.md):
 
@@ -331,13 +333,29 @@ class ChannelClient:
 
   def call(self, *args: Any) -> Any:
     """`fn(*args)` on the server; raises `ChannelError` if it raised."""
+    self.send(*args)
+    return self.receive()
+
+  def send(self, *args: Any) -> None:
+    """Sends the request of `call(*args)` without waiting for its reply;
+    `receive()` returns it. One request at a time: send again only after
+    its reply was received."""
     frame = codec.encode(list(args))  # TypeError before anything is sent.
     if len(frame) > self._max_frame_bytes:
       raise ValueError(
           f'A request of {len(frame)} bytes to the channel at {self.address} '
           f'is over max_frame_bytes={self._max_frame_bytes}.')
+    self._conn.send_bytes(frame)
+
+  def reply_ready(self) -> bool:
+    """Whether the reply of the request sent has begun to arrive (or the
+    connection closed): `receive()` then does not wait for the server."""
+    return _readable(self._poller, 0)
+
+  def receive(self) -> Any:
+    """The reply of the request sent (waiting for it); raises
+    `ChannelError` if the call raised on the server."""
     try:
-      self._conn.send_bytes(frame)
       while not _readable(self._poller, _WAIT_LOG_SECS):
         logging.warning('Still waiting for the reply of the channel server '
                         'at %s.', self.address)

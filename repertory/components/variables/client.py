@@ -37,12 +37,15 @@ class VariableClient:
   learner) is opened again once per fetch.
 
   With `asynchronous=False` (a source in this process) every fetch runs on
-  the caller's thread instead. Otherwise fetches run on one daemon thread
-  per client, started on the first fetch and ended by `close()` or when
-  the client is garbage-collected (a blocked fetch never keeps the process
-  alive at exit). One thread, not one per fetch: Ray records a task event
-  for the first calls from every new thread, so a thread per fetch would
-  fill Ray's GCS steadily.
+  the caller's thread instead. Otherwise, over tcp, a due `update()` sends
+  the request and a later one reads the reply once it has arrived, both on
+  the caller's thread (a thread to wait on the socket cost more in
+  hand-offs than the fetch); through the handle, fetches run on one daemon
+  thread per client, started on the first fetch and ended by `close()` or
+  when the client is garbage-collected (a blocked fetch never keeps the
+  process alive at exit). One thread, not one per fetch: Ray records a task
+  event for the first calls from every new thread, so a thread per fetch
+  would fill Ray's GCS steadily.
 
   Example::
 
@@ -173,8 +176,7 @@ class VariableClient:
     self._last_fetch_time = time.monotonic()
     if self._fetch is None:
       self._fetch = self._make_fetch()
-    result = self._fetch()
-    self._apply((int(result[0]), list(result[1])))
+    self._apply_fetched(self._fetch())
 
   def _start_fetch(self) -> None:
     self._last_fetch_time = time.monotonic()
@@ -202,6 +204,9 @@ class VariableClient:
         self._calls = 0
         self._fetch_here()
       return
+    if self._transport == 'tcp':
+      self._update_over_channel(wait)
+      return
     if wait:
       self._collect(block=True)
       self._start_fetch()
@@ -213,6 +218,29 @@ class VariableClient:
     if self._due() and self._future is None:
       self._calls = 0
       self._start_fetch()
+
+  def _update_over_channel(self, wait: bool) -> None:
+    """`update` with the tcp transport: the request is sent on a due call
+    and its reply read on a later one, once it has arrived (no thread:
+    hand-offs to one cost more than the fetch)."""
+    if self._fetch is None:
+      self._fetch = self._make_fetch()
+    fetch = self._fetch
+    if fetch.in_flight and (wait or fetch.ready()):
+      self._apply_fetched(fetch.finish())
+    if wait:
+      self._calls = 0
+      self._last_fetch_time = time.monotonic()
+      self._apply_fetched(fetch())
+      return
+    self._calls += 1
+    if self._due() and not fetch.in_flight:
+      self._calls = 0
+      self._last_fetch_time = time.monotonic()
+      fetch.start()
+
+  def _apply_fetched(self, result) -> None:
+    self._apply((int(result[0]), list(result[1])))
 
   def _due(self) -> bool:
     """Whether a period has elapsed (counted calls or seconds)."""
@@ -264,32 +292,70 @@ class VariableClient:
 
 class _ChannelFetch:
   """`get_variables(names)` over the source's TCP channel; weights travel
-  only when their version changed since this fetcher's last result."""
+  only when their version changed since this fetcher's last result.
+
+  Called, it fetches and waits. `start()` sends the request and returns;
+  `ready()` tells whether the reply has begun to arrive and `finish()`
+  reads it, so that the caller steps meanwhile without a thread.
+  """
 
   def __init__(self, source: Any, names: Sequence[str]):
     self._source = source
     self._names = names
     self._channel: Optional[launch.ChannelClient] = None
     self._last = None
+    self.in_flight = False
 
   def __call__(self) -> Any:
     for attempt in range(2):
-      if self._channel is None:
-        self._channel = launch.ChannelClient(
-            self._source.variables_channel_address())
-        self._last = None  # A new source may hold other weights.
       try:
-        version = -1 if self._last is None else self._last[0]
-        result = self._channel.call(self._names, version)
-        if result is not None:
-          self._last = result
-        return self._last
+        self._send()
+        return self._receive()
       except (ConnectionError, OSError):
         self.close()  # A restarted source serves on a new address.
         if attempt:
           raise
 
+  def start(self) -> None:
+    """Sends the request (reconnecting once if the connection broke)."""
+    try:
+      self._send()
+    except (ConnectionError, OSError):
+      self.close()
+      self._send()  # A restarted source serves on a new address.
+
+  def ready(self) -> bool:
+    return self._channel is None or self._channel.reply_ready()
+
+  def finish(self) -> Any:
+    """The reply of `start()`'s request; a connection broken meanwhile is
+    opened again and the fetch made anew (waiting)."""
+    try:
+      return self._receive()
+    except (ConnectionError, OSError):
+      self.close()
+      return self()
+
+  def _send(self) -> None:
+    if self._channel is None:
+      self._channel = launch.ChannelClient(
+          self._source.variables_channel_address())
+      self._last = None  # A new source may hold other weights.
+    version = -1 if self._last is None else self._last[0]
+    self._channel.send(self._names, version)
+    self.in_flight = True
+
+  def _receive(self) -> Any:
+    if self._channel is None:
+      raise ConnectionError('the channel was closed with a fetch in flight')
+    result = self._channel.receive()
+    self.in_flight = False
+    if result is not None:
+      self._last = result
+    return self._last
+
   def close(self) -> None:
+    self.in_flight = False
     if self._channel is not None:
       self._channel.close()
       self._channel = None

@@ -217,6 +217,72 @@ def test_tcp_transport_reconnects_to_a_restarted_source():
   source.store.close()
 
 
+class _BlockingStore(VariableStore):
+  """A store whose channel answers wait on `release` (an async check)."""
+
+  def __init__(self, *args):
+    super().__init__(*args)
+    self.release = threading.Event()
+    self.release.set()
+
+  def get_variables_if_newer(self, names, version):
+    assert self.release.wait(10)
+    return super().get_variables_if_newer(names, version)
+
+
+def test_tcp_client_sends_on_a_due_update_and_reads_the_reply_later():
+  before = len(_fetch_threads())
+  store = _BlockingStore({'policy': np.zeros(1)})
+  client = VariableClient(store, 'policy', update_period=2, transport='tcp')
+  client.update(wait=True)
+  assert client.version == 0
+  store.release.clear()  # The store answers nothing until released.
+  store.publish({'policy': np.ones(1)})
+  started = time.monotonic()
+  for _ in range(6):  # The second call sends; none waits for the reply.
+    client.update()
+  assert time.monotonic() - started < 5
+  assert client.version == 0
+  store.release.set()
+  assert _wait_until(lambda: client.update() or client.version == 1)
+  np.testing.assert_array_equal(client.params, np.ones(1))
+  assert len(_fetch_threads()) == before  # All on the calling thread.
+  client.close()
+  store.close()
+
+
+def test_tcp_client_reconnects_when_the_source_restarts_mid_fetch():
+  class Restartable:
+    """A learner whose process restarted: a new store on a new address."""
+
+    def __init__(self):
+      self.store = _BlockingStore({'policy': np.zeros(1)})
+
+    def get_variables(self, names):
+      return self.store.get_variables(names)
+
+    def variables_channel_address(self):
+      return self.store.variables_channel_address()
+
+  source = Restartable()
+  client = VariableClient(source, 'policy', transport='tcp')
+  client.update(wait=True)
+  old = source.store
+  old.release.clear()
+  client.update()  # A request in flight that the old store never answers.
+  source.store = VariableStore({'policy': np.full(1, 5.0)}, version=7)
+  # Closing shuts the old store's connections at once, then waits for its
+  # blocked answer.
+  closer = threading.Thread(target=old.close)
+  closer.start()
+  assert _wait_until(lambda: client.update() or client.version == 7)
+  old.release.set()
+  closer.join()
+  np.testing.assert_array_equal(client.params, np.full(1, 5.0))
+  client.close()
+  source.store.close()
+
+
 def test_bad_transport():
   with pytest.raises(ValueError, match=r"transport='grpc'; choose one of"):
     VariableClient(VariableStore(), 'policy', transport='grpc')
