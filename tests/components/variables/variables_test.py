@@ -191,20 +191,22 @@ def test_tcp_transport_fetches_new_versions_and_skips_unchanged_ones():
   store.close()
 
 
+class _Restartable:
+  """A learner whose process can restart: replace `store` by a new one (a
+  new store on a new address)."""
+
+  def __init__(self, store: VariableStore):
+    self.store = store
+
+  def get_variables(self, names):
+    return self.store.get_variables(names)
+
+  def variables_channel_address(self):
+    return self.store.variables_channel_address()
+
+
 def test_tcp_transport_reconnects_to_a_restarted_source():
-  class Restartable:
-    """A learner whose process restarted: a new store on a new address."""
-
-    def __init__(self):
-      self.store = VariableStore({'policy': np.zeros(1)})
-
-    def get_variables(self, names):
-      return self.store.get_variables(names)
-
-    def variables_channel_address(self):
-      return self.store.variables_channel_address()
-
-  source = Restartable()
+  source = _Restartable(VariableStore({'policy': np.zeros(1)}))
   client = VariableClient(source, 'policy', transport='tcp')
   client.update(wait=True)
   old = source.store
@@ -252,19 +254,7 @@ def test_tcp_client_sends_on_a_due_update_and_reads_the_reply_later():
 
 
 def test_tcp_client_reconnects_when_the_source_restarts_mid_fetch():
-  class Restartable:
-    """A learner whose process restarted: a new store on a new address."""
-
-    def __init__(self):
-      self.store = _BlockingStore({'policy': np.zeros(1)})
-
-    def get_variables(self, names):
-      return self.store.get_variables(names)
-
-    def variables_channel_address(self):
-      return self.store.variables_channel_address()
-
-  source = Restartable()
+  source = _Restartable(_BlockingStore({'policy': np.zeros(1)}))
   client = VariableClient(source, 'policy', transport='tcp')
   client.update(wait=True)
   old = source.store
