@@ -227,7 +227,9 @@ class VariableClient:
       self._fetch = self._make_fetch()
     fetch = self._fetch
     if fetch.in_flight and (wait or fetch.ready()):
-      self._apply_fetched(fetch.finish())
+      result = fetch.finish()
+      if result is not None:
+        self._apply_fetched(result)
     if wait:
       self._calls = 0
       self._last_fetch_time = time.monotonic()
@@ -294,9 +296,10 @@ class _ChannelFetch:
   """`get_variables(names)` over the source's TCP channel; weights travel
   only when their version changed since this fetcher's last result.
 
-  Called, it fetches and waits. `start()` sends the request and returns;
-  `ready()` tells whether the reply has begun to arrive and `finish()`
-  reads it, so that the caller steps meanwhile without a thread.
+  Called, it fetches and waits (opening the connection again once if it
+  broke). `start()` sends the request and returns; `ready()` tells whether
+  the reply has begun to arrive and `finish()` reads it, so that the caller
+  steps meanwhile without a thread.
   """
 
   def __init__(self, source: Any, names: Sequence[str]):
@@ -325,16 +328,18 @@ class _ChannelFetch:
       self._send()  # A restarted source serves on a new address.
 
   def ready(self) -> bool:
-    return self._channel is None or self._channel.reply_ready()
+    """Whether the reply of the request in flight has begun to arrive."""
+    return self._channel.reply_ready()
 
-  def finish(self) -> Any:
-    """The reply of `start()`'s request; a connection broken meanwhile is
-    opened again and the fetch made anew (waiting)."""
+  def finish(self) -> Optional[Any]:
+    """The reply of `start()`'s request (waiting for it), or None if the
+    connection broke meanwhile: it is closed, and the next `start()` opens
+    a new one."""
     try:
       return self._receive()
     except (ConnectionError, OSError):
       self.close()
-      return self()
+      return None
 
   def _send(self) -> None:
     if self._channel is None:
@@ -346,8 +351,6 @@ class _ChannelFetch:
     self.in_flight = True
 
   def _receive(self) -> Any:
-    if self._channel is None:
-      raise ConnectionError('the channel was closed with a fetch in flight')
     result = self._channel.receive()
     self.in_flight = False
     if result is not None:
