@@ -179,7 +179,8 @@ def test_seed_inference_server(tmp_path, use_lstm):
             environment_spec=adders.EnvironmentSpec(
                 env.observation_spec(), env.action_spec(), None, None),
             extras_spec={{'logits': np.zeros((3,), np.float32)}},
-            core_state_spec=state_spec, batched_items=True)
+            core_state_spec=state_spec, batched_items=True,
+            weights_transport='tcp')  # As a separate server fetches.
         actor = acting.SeedActor(0, 'catch', 2, 0, server, transport='handle')
         actor.run(num_steps=11)  # Two unrolls of 5 steps per environment.
     ''')

@@ -96,7 +96,8 @@ def make_program(config: config_lib.Config,
           core_state_spec=core_state_spec,
           seed=experiment.seed,
           batched_items=config.batched_items,
-          colocated_variable_source=config.inference_placement == 'learner')
+          colocated_variable_source=config.inference_placement == 'learner',
+          weights_transport=config.weights_transport)
       for s in range(num_servers)]
   if config.inference_placement == 'learner':
     with program.group('learner'):

@@ -81,7 +81,8 @@ class ActorCriticConfig:
       TCP connection to the learner's variable store, or 'handle', a call
       through the learner's handle (a Ray actor call in local_mp and ray,
       slower: see BENCHMARKS.md). SEED's servers share the learner's process
-      by default and call it directly.
+      by default and call it directly; placed apart
+      (`inference_placement='separate'`) they fetch this way.
     max_queue_size: unrolls the Reverb queue holds before actors block.
     batched_items: each actor (or SEED inference server, per actor) writes
       an unroll of its N = `envs_per_actor` environments as ONE Reverb item

@@ -102,7 +102,8 @@ class InferenceServer:
                max_opponents: int = 64,
                return_extras: bool = False,
                batched_items: bool = False,
-               colocated_variable_source: bool = False):
+               colocated_variable_source: bool = False,
+               weights_transport: str = 'handle'):
     """Builds the policy and waits for the first weights.
 
     Args:
@@ -134,6 +135,12 @@ class InferenceServer:
         on the serving thread, not on a fetch thread
         (`VariableClient(asynchronous=False)`), which at a fetch per batch
         saves two thread hand-offs per call.
+      weights_transport: how a server in another process than its source
+        fetches: 'handle' (`variable_source.get_variables`, on a fetch
+        thread) or 'tcp' (the source's `variables_channel_address()`: the
+        request sent on one batch, its reply read on a later one, with no
+        thread; see `VariableClient`). A colocated source is called
+        directly.
     """
     if unroll_length < 1 or envs_per_actor < 1 or max_batch_size < 1:
       raise ValueError(
@@ -146,7 +153,8 @@ class InferenceServer:
     self._client = variables.VariableClient(
         variable_source, variable_name,
         update_period=variable_update_period,
-        asynchronous=not colocated_variable_source)
+        asynchronous=not colocated_variable_source,
+        transport='handle' if colocated_variable_source else weights_transport)
     self._client.update(wait=True)
     self._policy.set_weights(self._client.params)
     self._version = self._client.version
