@@ -11,8 +11,9 @@ actor) for `--seconds`; with `--agent=alphazero`, that agent (local_mp,
 (and league) (train in chunks). `--train=false` only plays. Results (the tables of
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
 are appended to the list in `<out>/connect_four.json`, one entry per
-invocation (a chunk's results never replace an earlier chunk's). `--snapshots=main@v600,main@v1200` also
-plays those league snapshots (a win-rate curve over the run).
+invocation (a chunk's results never replace an earlier chunk's).
+`--snapshots=main@v600,main@v1200` also plays those league snapshots (a
+win-rate curve over the run).
 `--search=100` also plays the trained network (and the snapshots) searching
 with that many simulations per move (`repertory.play`'s
 `search:100:run:<out>` player: OpenSpiel's MCTS with the network's priors

@@ -171,12 +171,17 @@ class VariableClient:
             if self._transport == 'tcp' else
             functools.partial(self._source.get_variables, list(self._names)))
 
-  def _fetch_here(self) -> None:
-    """A fetch on the calling thread (`asynchronous=False`)."""
-    self._last_fetch_time = time.monotonic()
+  def _fetcher(self) -> Callable[[], Any]:
+    """The fetch made on the calling thread (made at the first)."""
     if self._fetch is None:
       self._fetch = self._make_fetch()
-    self._apply_fetched(self._fetch())
+    return self._fetch
+
+  def _fetch_here(self) -> None:
+    """A fetch on the calling thread, waiting for it (`asynchronous=False`,
+    and `update(wait=True)` over tcp)."""
+    self._last_fetch_time = time.monotonic()
+    self._apply_fetched(self._fetcher()())
 
   def _start_fetch(self) -> None:
     self._last_fetch_time = time.monotonic()
@@ -223,17 +228,14 @@ class VariableClient:
     """`update` with the tcp transport: the request is sent on a due call
     and its reply read on a later one, once it has arrived (no thread:
     hand-offs to one cost more than the fetch)."""
-    if self._fetch is None:
-      self._fetch = self._make_fetch()
-    fetch = self._fetch
+    fetch = self._fetcher()
     if fetch.in_flight and (wait or fetch.ready()):
       result = fetch.finish()
       if result is not None:
         self._apply_fetched(result)
     if wait:
       self._calls = 0
-      self._last_fetch_time = time.monotonic()
-      self._apply_fetched(fetch())
+      self._fetch_here()
       return
     self._calls += 1
     if self._due() and not fetch.in_flight:
