@@ -222,6 +222,9 @@ class UnrollAdder(base.ReverbAdder):
     self._discount = np.zeros(self._shape + self._value_shapes[1],
                               base.REWARD_DTYPE)
     self._step_type = np.zeros(self._shape, base.STEP_TYPE_DTYPE)
+    # One reward and discount per environment, as batched environments give.
+    self._reward_shape = (num_envs,) + self._value_shapes[0]
+    self._discount_shape = (num_envs,) + self._value_shapes[1]
     self._flat_sources = None  # `_step_sources()`, flattened.
 
   # --- buffers --------------------------------------------------------------
@@ -244,12 +247,29 @@ class UnrollAdder(base.ReverbAdder):
 
   def _put_timestep(self, t: int, timestep: dm_env.TimeStep) -> None:
     self._step_type[:, t] = timestep.step_type
-    for buffer, value, default, what, shape in (
-        (self._reward, timestep.reward, 0.0, 'reward', self._value_shapes[0]),
-        (self._discount, timestep.discount, 1.0, 'discount',
-         self._value_shapes[1])):
+    reward, discount = timestep.reward, timestep.discount
+    if (getattr(reward, 'shape', None) != self._reward_shape or
+        getattr(discount, 'shape', None) != self._discount_shape):
+      reward, discount = self._checked_values(reward, discount)
+    self._reward[:, t] = reward
+    self._discount[:, t] = discount
+    obs = timestep.observation
+    if isinstance(obs, np.ndarray):
+      self._obs_flat[0][:, t] = obs
+    else:
+      for buf, x in zip(self._obs_flat, tree.flatten(obs)):
+        buf[:, t] = x
+
+  def _checked_values(self, reward, discount):
+    """(reward, discount) to store when either is not one array per
+    environment: None as the default (0 and 1), or one value for every
+    environment; any other shape is an error."""
+    values = []
+    for value, default, what, shape in (
+        (reward, 0.0, 'reward', self._value_shapes[0]),
+        (discount, 1.0, 'discount', self._value_shapes[1])):
       if value is None:
-        buffer[:, t] = default
+        value = default
       elif np.shape(value) not in ((self._N,) + shape, shape):
         raise ValueError(
             f'UnrollAdder(num_envs={self._N}): a {what} of shape '
@@ -257,14 +277,8 @@ class UnrollAdder(base.ReverbAdder):
             f'environment\'s {what}_spec {shape} for each of the {self._N} '
             'environments); pass environment_spec= for non-scalar '
             f'{what}s.')
-      else:
-        buffer[:, t] = value
-    obs = timestep.observation
-    if isinstance(obs, np.ndarray):
-      self._obs_flat[0][:, t] = obs
-    else:
-      for buf, x in zip(self._obs_flat, tree.flatten(obs)):
-        buf[:, t] = x
+      values.append(value)
+    return values
 
   # --- adder API ------------------------------------------------------------
 

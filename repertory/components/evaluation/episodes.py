@@ -18,6 +18,7 @@ REPORT_INTERVAL_S = 0.25
 BUDGET_CHUNK_S = 0.25
 
 _FIRST = 0  # dm_env.StepType.FIRST
+_MID = 1    # dm_env.StepType.MID
 _LAST = 2   # dm_env.StepType.LAST
 
 
@@ -36,18 +37,23 @@ class EpisodeTracker:
     self._lengths = np.zeros(num_envs, np.int64)
     self._finished_returns: List[float] = []
     self._finished_lengths: List[int] = []
+    self._all_mid = None  # The bytes of a step_type [N] that is all MID.
 
   def observe(self, step_type: np.ndarray, reward: np.ndarray) -> None:
     step_type = np.asarray(step_type)
     # Every row adds its reward and a step; rows that start an episode are
-    # then zeroed (their reward is ignored). Few steps are FIRST: one
-    # masked write instead of four per step.
+    # then zeroed (their reward is ignored).
     self._returns += reward
     self._lengths += 1
+    # Most batched steps are MID everywhere: comparing the raw bytes is
+    # much cheaper than numpy's comparisons and `any` on a few elements.
+    if self._all_mid is None:
+      self._all_mid = np.full_like(step_type, _MID).tobytes()
+    if step_type.tobytes() == self._all_mid:
+      return
     first = step_type == _FIRST
-    if first.any():
-      self._returns[first] = 0.0
-      self._lengths[first] = 0
+    self._returns[first] = 0.0
+    self._lengths[first] = 0
     last = step_type == _LAST
     if last.any():
       self._finished_returns.extend(self._returns[last].tolist())

@@ -31,6 +31,50 @@ def test_episode_tracker_sums_rewards_per_environment():
   assert tracker.pop() == ([], [])
 
 
+@pytest.mark.parametrize('dtype', [np.int8, np.int64])
+def test_episode_tracker_matches_a_plain_loop_over_random_episodes(dtype):
+  """Batched, auto-resetting streams (FIRST after every LAST, long runs of
+  MID everywhere) against per-environment sums written out by hand."""
+  rng = np.random.default_rng(0)
+  num_envs, num_steps = 5, 400
+  step_types = np.empty((num_steps, num_envs), dtype)
+  rewards = rng.normal(size=(num_steps, num_envs)).astype(np.float32)
+  for i in range(num_envs):
+    step_types[0, i] = F
+    for t in range(1, num_steps):
+      if step_types[t - 1, i] == L:
+        step_types[t, i] = F
+      else:  # Episodes of 1 to ~40 steps.
+        step_types[t, i] = L if rng.random() < 0.03 + 0.2 * (i == 0) else M
+  expected = []
+  for i in range(num_envs):
+    total, length = 0.0, 0
+    for t in range(num_steps):
+      if step_types[t, i] == F:
+        total, length = 0.0, 0
+        continue
+      total += float(rewards[t, i])
+      length += 1
+      if step_types[t, i] == L:
+        expected.append((t, i, total, length))
+  expected.sort()
+
+  tracker = evaluation.EpisodeTracker(num_envs)
+  returns, lengths = [], []
+  for t in range(num_steps):
+    tracker.observe(step_types[t], rewards[t])
+    if t % 7 == 0:
+      popped = tracker.pop()
+      returns += popped[0]
+      lengths += popped[1]
+  popped = tracker.pop()
+  returns += popped[0]
+  lengths += popped[1]
+  assert lengths == [e[3] for e in expected]
+  np.testing.assert_allclose(returns, [e[2] for e in expected], rtol=1e-6)
+  assert (step_types == M).all(axis=1).sum() > num_steps // 4  # All MID.
+
+
 class FixedActor(core.Actor):
   """Always takes the same action (a real, if simple, policy)."""
 
