@@ -22,6 +22,7 @@ from repertory.agents.alphazero import config as config_lib
 from repertory.agents.alphazero import learning
 from repertory.components import adders
 from repertory.components import league
+from repertory.components import networks
 from repertory.components import replay as replay_lib
 from repertory.components import search
 from repertory.environments import multiagent
@@ -60,12 +61,9 @@ def make_program(config: config_lib.Config,
                  ) -> launch.Program:
   """replay, counter, learner, monitor, actors."""
   spec = game_spec(experiment.env)
-  if config.conv_channels and len(spec.observations['observation'].shape) != 3:
-    raise ValueError(
-        f'Config.conv_channels={config.conv_channels} convolves board planes '
-        f'[C, H, W]; {experiment.env!r} gives observations of shape '
-        f'{spec.observations["observation"].shape}; set '
-        "--config.conv_channels='()' for an MLP.")
+  networks.check_board_planes(config.conv_channels,
+                              spec.observations['observation'].shape,
+                              repr(experiment.env))
   program = launch.Program('alphazero')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(

@@ -59,22 +59,13 @@ def make_network(spec: Any, hidden_sizes: Sequence[int],
     return lstm_policy.make_network(shape, int(spec.actions.num_values),
                                     hidden_sizes, lstm_size)
   if conv_channels:
-    check_board(conv_channels, shape)
+    networks.check_board_planes(conv_channels, shape)
     torso = networks.BoardTorso(tuple(conv_channels), tuple(hidden_sizes))
   else:
     torso = networks.MLPTorso(tuple(hidden_sizes), max(len(shape), 1))
   network = PolicyQNetwork(torso, num_actions=int(spec.actions.num_values))
   network(tf.zeros((1,) + shape))
   return network
-
-
-def check_board(conv_channels: Sequence[int], shape: Sequence[int],
-                game: str = 'this game') -> None:
-  """Refuses convolutions over observations that are not `[C, H, W]`."""
-  if conv_channels and len(shape) != 3:
-    raise ValueError(
-        f'Config.conv_channels={tuple(conv_channels)} convolves board planes '
-        f'[C, H, W]; {game} gives observations of shape {tuple(shape)}.')
 
 
 def network_for(spec: Any, config: Any) -> snt.Module:

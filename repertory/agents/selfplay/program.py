@@ -36,6 +36,7 @@ from repertory.agents.selfplay import networks as networks_lib
 from repertory.components import adders
 from repertory.components import inference
 from repertory.components import league as league_lib
+from repertory.components import networks
 from repertory.components import replay as replay_lib
 from repertory.components.actor_critic import lstm_policy
 from repertory.environments import multiagent
@@ -97,9 +98,9 @@ def make_program(config: config_lib.Config,
   league_lib.check_architecture(os.path.join(experiment.logdir, 'league'),
                                 config_lib.architecture(config))
   spec, max_player_steps = game_specs(experiment.env, config)
-  networks_lib.check_board(config.conv_channels,
-                           spec.observations['observation'].shape,
-                           repr(experiment.env))
+  networks.check_board_planes(config.conv_channels,
+                              spec.observations['observation'].shape,
+                              repr(experiment.env))
   program = launch.Program('selfplay')
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(

@@ -24,6 +24,7 @@ from repertory.components.networks.recurrence import unroll_step_fn
 from repertory.components.networks.seeding import seeded
 from repertory.components.networks.torsos import AtariTorso
 from repertory.components.networks.torsos import BoardTorso
+from repertory.components.networks.torsos import check_board_planes
 from repertory.components.networks.torsos import MLPTorso
 from repertory.components.networks.torsos import ResNetTorso
 from repertory.components.networks.variables import assign_variables

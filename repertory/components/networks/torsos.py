@@ -104,6 +104,17 @@ class AtariTorso(snt.Module):
         self._forward, _to_float(observation), event_rank=3)
 
 
+def check_board_planes(conv_channels: Sequence[int], shape: Sequence[int],
+                       game: str = 'this game') -> None:
+  """Refuses `BoardTorso` convolutions (an agent's `Config.conv_channels`)
+  over observations of `shape` that are not board planes `[C, H, W]`."""
+  if conv_channels and len(shape) != 3:
+    raise ValueError(
+        f'Config.conv_channels={tuple(conv_channels)} convolves board planes '
+        f'[C, H, W]; {game} gives observations of shape {tuple(shape)}; set '
+        "--config.conv_channels='()' for an MLP.")
+
+
 class BoardTorso(snt.Module):
   """Convolutions over a board game's planes, then an MLP: conv 3x3 SAME +
   ReLU for each of `channels` -> flatten -> MLP `hidden_sizes` (ReLU after

@@ -42,6 +42,17 @@ def test_refuses_games_it_cannot_search(env, match, tmp_path):
   assert not list(tmp_path.iterdir())  # Refused before anything is written.
 
 
+def test_refuses_convolutions_where_there_is_no_board(tmp_path):
+  experiment = experiment_lib.ExperimentConfig(
+      agent='alphazero', env='openspiel:mancala', logdir=str(tmp_path))
+  with pytest.raises(ValueError, match=(
+      r"conv_channels=\(8,\) convolves board planes \[C, H, W\]; "
+      r"'openspiel:mancala' gives observations of shape \(16,\); set "
+      r"--config.conv_channels='\(\)' for an MLP\.$")):
+    alphazero.make_program(alphazero.Config(conv_channels=(8,)), experiment)
+  assert not list(tmp_path.iterdir())
+
+
 def _config():
   return alphazero.Config(
       simulations=20, conv_channels=(), hidden_sizes=(64,), batch_size=64,
