@@ -8,15 +8,12 @@
 ```
 """
 
-import functools
-import os
-
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.components import actors
-from repertory.components import replay as replay_lib
 from repertory.components import specs
+from repertory.components.actor_critic import nodes
 from repertory.components.actor_critic import tables
 
 TABLE = tables.TABLE
@@ -34,25 +31,14 @@ def make_program(config: config_lib.Config,
   specs.num_actions(spec.actions)  # A continuous action fails here.
   program = launch.Program('impala')
   with program.group('replay'):
-    replay = program.add_node(launch.ReverbNode(
-        functools.partial(tables.make_tables, config, spec,
-                          envs_per_actor=experiment.envs_per_actor),
-        **replay_lib.node_checkpointing(
-            os.path.join(experiment.logdir, 'replay'),
-            experiment.checkpoint.replay_every_minutes)))
+    replay = program.add_node(nodes.queue_node(config, spec, experiment))
   counter = experiment_lib.add_counter(program, experiment.logdir)
   with program.group('learner'):
-    learner = program.add_node(launch.CourierNode(
-        launch.lazy('repertory.components.actor_critic.learning:make_learner'),
-        config, spec, replay, TABLE, counter=counter,
-        logdir=experiment.logdir, seed=experiment.seed,
-        checkpoint=experiment.checkpoint))
+    learner = program.add_node(
+        nodes.learner_node(config, spec, replay, counter, experiment))
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(
-          launch.lazy('repertory.components.actor_critic.acting:'
-                      'make_eval_actor'), config, spec),
-      replay=replay)
+      nodes.eval_actor_factory(config, spec), replay=replay)
   actors.add_actor_nodes(program, experiment, launch.PyClassNode,
                          launch.lazy('repertory.agents.impala.acting:'
                                      'ImpalaActor'),

@@ -17,7 +17,6 @@ the learner's process (a `MultiThreadingColocation`, group 'learner');
 
 import dataclasses
 import functools
-import os
 
 import numpy as np
 
@@ -26,8 +25,8 @@ from repertory import launch
 from repertory.agents.seed import acting
 from repertory.agents.seed import config as config_lib
 from repertory.components import inference
-from repertory.components import replay as replay_lib
 from repertory.components import specs
+from repertory.components.actor_critic import nodes
 from repertory.components.actor_critic import tables
 from repertory.remote import program as remote_lib
 
@@ -58,19 +57,10 @@ def make_program(config: config_lib.Config,
   if remote:  # A remote slot is one environment: one unroll per item.
     config = dataclasses.replace(config, batched_items=False)
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
-    replay = program.add_node(launch.ReverbNode(
-        functools.partial(tables.make_tables, config, spec,
-                          envs_per_actor=experiment.envs_per_actor),
-        **replay_lib.node_checkpointing(
-            os.path.join(experiment.logdir, 'replay'),
-            experiment.checkpoint.replay_every_minutes)))
+    replay = program.add_node(nodes.queue_node(config, spec, experiment))
   counter = experiment_lib.add_counter(program, experiment.logdir)
 
-  learner_node = launch.CourierNode(
-      launch.lazy('repertory.components.actor_critic.learning:make_learner'),
-      config, spec, replay, TABLE, counter=counter,
-      logdir=experiment.logdir, seed=experiment.seed,
-      checkpoint=experiment.checkpoint)
+  learner_node = nodes.learner_node(config, spec, replay, counter, experiment)
   learner = learner_node.create_handle()
   num_servers = 0 if remote else config.num_inference_servers
   actors_per_server = [len(range(s, experiment.num_actors, num_servers))
@@ -112,10 +102,7 @@ def make_program(config: config_lib.Config,
 
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
-      functools.partial(
-          launch.lazy('repertory.components.actor_critic.acting:'
-                      'make_eval_actor'), config, spec),
-      replay=replay)
+      nodes.eval_actor_factory(config, spec), replay=replay)
   if remote:  # The remote environment service replaces servers and actors.
     remote_lib.add_service(
         program, experiment.logdir, remote_options, functools.partial(

@@ -1,5 +1,6 @@
 """The V-trace actor-critic that IMPALA and SEED share: settings, networks
-and their batched policy, the unroll queue, the learner algorithm and an
-evaluation actor. Importing this package imports no TensorFlow; import its
-modules (`config` stays light, the others import TensorFlow).
+and their batched policy, the unroll queue, the learner algorithm, an
+evaluation actor and the program nodes built from them (`nodes`).
+Importing this package imports no TensorFlow; import its modules (`config`,
+`tables` and `nodes` stay light, the others import TensorFlow).
 """
