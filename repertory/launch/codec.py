@@ -18,8 +18,9 @@ else is refused when it is encoded. Decoding looks no class up by name and
 calls nothing a message names: there is no pickle here.
 """
 
+import math
 import struct
-from typing import Any
+from typing import Any, Dict
 
 import msgpack
 import numpy as np
@@ -31,8 +32,20 @@ _ARRAY, _SCALAR, _TUPLE = 1, 2, 3
 _KINDS = frozenset('biufcSUmM')
 _MAX_DTYPE_CHARS = 16
 _MAX_DIMS = 32  # numpy's own limit
-_SHAPE_ITEM = struct.Struct('<q')
+# An array's number of dimensions (one byte) and its shape (int64 each), by
+# number of dimensions.
+_DIMS_AND_SHAPE = [struct.Struct(f'<B{n}q') for n in range(_MAX_DIMS + 1)]
+_SHAPES = [struct.Struct(f'<{n}q') for n in range(_MAX_DIMS + 1)]
+# Arrays up to this many bytes are copied out at once; larger ones are
+# viewed, so that their bytes are copied only into the message.
+_COPY_BELOW_BYTES = 1 << 16
 _TUPLE_MARK = msgpack.ExtType(_TUPLE, b'')
+# Checked dtypes: the header an array of each carries, and the dtype a
+# header names. Bounded, so that a peer that sends many dtypes cannot grow
+# them (a dtype past the bound is checked on every array).
+_MAX_CACHED_DTYPES = 64
+_HEADER_OF: Dict[np.dtype, bytes] = {}
+_DTYPE_OF: Dict[bytes, np.dtype] = {}
 
 
 class CodecError(ValueError):
@@ -53,16 +66,31 @@ def _check_dtype(dtype: np.dtype) -> None:
         f'(no object or structured arrays), got dtype {dtype!r}.')
 
 
+def _dtype_header(dtype: np.dtype) -> bytes:
+  """The length and text of the dtype's canonical string (checked)."""
+  header = _HEADER_OF.get(dtype)
+  if header is None:
+    _check_dtype(dtype)
+    text = dtype.str.encode('ascii')
+    header = bytes((len(text),)) + text
+    if len(_HEADER_OF) < _MAX_CACHED_DTYPES:
+      _HEADER_OF[dtype] = header
+  return header
+
+
 def _array_payload(array: np.ndarray) -> bytes:
-  _check_dtype(array.dtype)
+  header = _dtype_header(array.dtype)
+  if array.ndim > _MAX_DIMS:
+    raise TypeError(f'the channel carries arrays of at most {_MAX_DIMS} '
+                    f'dimensions, got {array.ndim}.')
   if not array.flags.c_contiguous:  # (np.ascontiguousarray makes 0-d 1-d.)
     array = array.copy(order='C')
-  dtype = array.dtype.str.encode('ascii')
-  shape = b''.join(_SHAPE_ITEM.pack(d) for d in array.shape)
-  # Viewed as bytes: datetime arrays have no buffer of their own.
-  data = memoryview(array.reshape(-1).view(np.uint8)) if array.size else b''
-  return b''.join((bytes((len(dtype),)), dtype, bytes((array.ndim,)), shape,
-                   data))
+  if array.nbytes < _COPY_BELOW_BYTES:
+    data = array.tobytes()
+  else:  # Viewed as bytes: datetime arrays have no buffer of their own.
+    data = memoryview(array.reshape(-1).view(np.uint8))
+  return b''.join((header, _DIMS_AND_SHAPE[array.ndim].pack(
+      array.ndim, *array.shape), data))
 
 
 def _default(obj: Any) -> Any:
@@ -99,32 +127,45 @@ def encode(message: Any) -> bytes:
                        use_bin_type=True)
 
 
+def _dtype_named(text: bytes) -> np.dtype:
+  """The dtype a header names: canonical and of a kind that travels."""
+  dtype = _DTYPE_OF.get(text)
+  if dtype is None:
+    try:
+      name = text.decode('ascii')
+      dtype = np.dtype(name)
+    except (UnicodeDecodeError, TypeError) as e:
+      raise CodecError(f'a malformed array header: {e}') from None
+    if dtype.str != name:
+      raise CodecError(f'dtype {name!r} is not in canonical form')
+    try:
+      _check_dtype(dtype)
+    except TypeError as e:
+      raise CodecError(str(e)) from None
+    if len(_DTYPE_OF) < _MAX_CACHED_DTYPES:
+      _DTYPE_OF[text] = dtype
+  return dtype
+
+
 def _decode_array(data: bytes) -> np.ndarray:
   view = memoryview(data)
   try:
     size = view[0]
     if size > _MAX_DTYPE_CHARS:
       raise CodecError(f'a dtype string of {size} characters')
-    text = bytes(view[1:1 + size]).decode('ascii')
-    dtype = np.dtype(text)
-    if dtype.str != text:
-      raise CodecError(f'dtype {text!r} is not in canonical form')
-    _check_dtype(dtype)
+    dtype = _dtype_named(bytes(view[1:1 + size]))
     offset = 1 + size
     ndim = view[offset]
     offset += 1
     if ndim > _MAX_DIMS:
       raise CodecError(f'an array of {ndim} dimensions')
-    shape = tuple(_SHAPE_ITEM.unpack_from(view, offset + 8 * i)[0]
-                  for i in range(ndim))
+    shape = _SHAPES[ndim].unpack_from(view, offset)
     offset += 8 * ndim
-  except (IndexError, struct.error, UnicodeDecodeError, TypeError) as e:
+  except (IndexError, struct.error) as e:
     raise CodecError(f'a malformed array header: {e}') from None
-  count = 1
-  for d in shape:
-    if d < 0:
-      raise CodecError(f'an array of shape {shape}')
-    count *= d
+  if shape and min(shape) < 0:
+    raise CodecError(f'an array of shape {shape}')
+  count = math.prod(shape)
   raw = view[offset:]
   if len(raw) != count * dtype.itemsize:
     raise CodecError(f'an array of shape {shape} and dtype {dtype} with '
