@@ -15,8 +15,8 @@ from repertory.components.actor_critic import tables
 
 def queue_node(config: Any, spec: Any, experiment: Any) -> launch.ReverbNode:
   """The unroll queue (`tables.make_tables`), checkpointed under
-  `<logdir>/replay` every `experiment.checkpoint.replay_every_minutes`, so
-  that a resumed run gets its unrolls back."""
+  `<logdir>/replay` every `experiment.checkpoint.replay_every_minutes` (None:
+  never), so that a resumed run gets its unrolls back."""
   return launch.ReverbNode(
       functools.partial(tables.make_tables, config, spec,
                         envs_per_actor=experiment.envs_per_actor),
