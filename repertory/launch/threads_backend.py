@@ -3,7 +3,8 @@
 import concurrent.futures
 import threading
 import time
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
+import weakref
 
 from absl import logging
 
@@ -12,6 +13,32 @@ from repertory.launch import errors
 from repertory.launch import handles as handles_lib
 from repertory.launch import hosting
 from repertory.launch import program as program_lib
+
+
+class _CallPool:
+  """The threads that run handles' `futures` calls. At stop, calls not
+  started are cancelled and the ones running are waited for (a call that
+  writes a file at stop, e.g. the league's, finishes before `stop` returns)."""
+
+  def __init__(self, name: str):
+    self._pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=256, thread_name_prefix=f'{name}-futures')
+    self._lock = threading.Lock()
+    self._futures = weakref.WeakSet()
+
+  def submit(self, fn: Callable[..., Any], *args: Any,
+             **kwargs: Any) -> concurrent.futures.Future:
+    future = self._pool.submit(fn, *args, **kwargs)
+    with self._lock:
+      self._futures.add(future)
+    return future
+
+  def shutdown(self, timeout: float) -> None:
+    """Cancels what has not started; waits up to `timeout` s for the rest."""
+    self._pool.shutdown(wait=False, cancel_futures=True)
+    with self._lock:
+      running = [f for f in self._futures if not f.done()]
+    concurrent.futures.wait(running, timeout=max(timeout, 0.0))
 
 
 class ThreadRuntime(context.Runtime):
@@ -26,8 +53,7 @@ class ThreadRuntime(context.Runtime):
     self.program = program
     self._notice_secs = termination_notice_secs
     self._connect_timeout = connect_timeout
-    self._executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=256, thread_name_prefix=f'{program.name}-futures')
+    self._executor = _CallPool(program.name)
     self.host = hosting.NodeHost(
         self, program.all_nodes(), host_ip='localhost',
         on_error=self._on_error, on_finished=self._on_finished,
@@ -95,7 +121,8 @@ class ThreadRuntime(context.Runtime):
             'killing them.', still, self._notice_secs)
         self.host.kill(still)
       self.host.cleanup()
-      self._executor.shutdown(wait=False, cancel_futures=True)
+      # Within what is left of the notice.
+      self._executor.shutdown(timeout=deadline - time.monotonic())
     finally:
       context.unregister(self)
       self.done.set()

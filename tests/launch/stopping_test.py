@@ -149,3 +149,37 @@ def test_a_stop_while_nodes_are_still_being_started(monkeypatch, tmp_path):
     launch.launch(program, launch_type='test_mt').wait(timeout=60)
   assert not thread_errors, [e.exc_value for e in thread_errors]
   assert (tmp_path / 'final').read_text() == 'final checkpoint'
+
+
+class SlowWriter:
+  """A CourierNode whose `write` takes a while (as a file written at stop)."""
+
+  def __init__(self, started_path):
+    self._started_path = started_path
+
+  def write(self, path):
+    open(self._started_path, 'w').close()
+    time.sleep(0.5)
+    with open(path, 'w') as f:
+      f.write('written')
+
+
+def call_then_wait(writer, started_path, path):
+  writer.futures.write(path)  # Not waited for: as actors report.
+  while not started_path.exists():
+    time.sleep(0.001)
+  launch.stop()
+  launch.wait_for_stop()
+
+
+def test_stop_waits_for_futures_calls_already_running(tmp_path):
+  """In threads, a `futures` call that began before the stop has ended when
+  `stop` returns (its file is whole); calls not begun are cancelled."""
+  program = launch.Program('writing')
+  writer = program.add_node(launch.CourierNode(SlowWriter,
+                                               tmp_path / 'started'))
+  program.add_node(launch.PyNode(call_then_wait, writer,
+                                 tmp_path / 'started', tmp_path / 'out'))
+  launched = launch.launch(program, launch_type='test_mt')
+  assert launched.wait(timeout=30)
+  assert (tmp_path / 'out').read_text() == 'written'
