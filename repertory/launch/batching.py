@@ -70,6 +70,26 @@ class Batcher:
       self._run(batch)
     return request.future.result()
 
+  @property
+  def batch_size(self) -> int:
+    return self._batch_size
+
+  @property
+  def timeout(self) -> float:
+    """Seconds after its first call a partial batch runs anyway."""
+    return self._timeout
+
+  def call_batch(self, calls: List[tuple]) -> List[Any]:
+    """Runs up to `batch_size` calls (each a tuple of positional arguments)
+    as one batch on this thread, once a running batch leaves a slot, and
+    returns each call's result; raises what the batched call raised. For a
+    server that gathers the calls itself (`launch.ChannelServer`)."""
+    if not 1 <= len(calls) <= self._batch_size:
+      raise ValueError(f'call_batch takes 1 to {self._batch_size} calls, got '
+                       f'{len(calls)}.')
+    with self._slots:
+      return self._call_batched([(tuple(args), {}) for args in calls])
+
   def _next_batch(self) -> List[_Request]:
     """Waits for a full batch, or for the oldest call's timeout."""
     with self._cond:

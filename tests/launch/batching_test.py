@@ -226,3 +226,20 @@ def test_each_instance_batches_its_own_calls():
 def test_bad_configuration_is_rejected(kwargs):
   with pytest.raises(ValueError):
     launch.batched_handler(**kwargs)
+
+
+def test_call_batch_runs_the_given_calls_as_one_batch_on_this_thread():
+  threads = []
+
+  def scale(x, k):  # [B, 2] and [B]
+    threads.append(threading.current_thread())
+    return x * k[:, None]
+
+  batched = launch.batched_handler(batch_size=3, timeout=600.0)(scale)
+  results = batched.call_batch([(np.ones(2), 3), (np.full(2, 2.0), 5)])
+  np.testing.assert_array_equal(results[0], [3.0, 3.0])
+  np.testing.assert_array_equal(results[1], [10.0, 10.0])
+  assert threads == [threading.current_thread()]
+  assert (batched.batch_size, batched.timeout) == (3, 600.0)
+  with pytest.raises(ValueError, match='1 to 3 calls, got 4'):
+    batched.call_batch([(np.ones(1), 0)] * 4)

@@ -13,8 +13,10 @@ import threading
 import numpy as np
 import pytest
 
+from repertory.launch import batching
 from repertory.launch import channel
 from repertory.launch import codec
+from repertory.launch import context
 
 
 @pytest.fixture
@@ -308,3 +310,141 @@ def test_objects_that_are_not_data_do_not_travel(echo_server):
   assert client.call('fine', np.ones(2))['sum'] == 2.0
   client.close()
   assert len(calls) == 1
+
+
+def _still_connected(sock: socket.socket) -> bool:
+  """True while the server has neither closed nor reset `sock`."""
+  sock.setblocking(False)
+  try:
+    return bool(sock.recv(1, socket.MSG_PEEK)) or False
+  except BlockingIOError:
+    return True
+  except OSError:
+    return False
+  finally:
+    sock.setblocking(True)
+
+
+def test_a_peer_stalled_in_a_frame_does_not_delay_the_others(counting_server):
+  make, _ = counting_server
+  key = os.urandom(32)
+  server = make(authkey=key, read_timeout=60)
+  host, port = server.address.rsplit(':', 1)
+  stalled = mp_connection.Client((host, int(port)), authkey=key)
+  os.write(stalled.fileno(), struct.pack('!i', 100) + b'x' * 10)
+  client = channel.ChannelClient(server.address, authkey=key)
+  # Served while the stalled frame waits (one serving thread never blocks
+  # on a peer): the stalled peer is still connected afterwards.
+  assert [client.call() for _ in range(3)] == [1, 2, 3]
+  with socket.socket(fileno=os.dup(stalled.fileno())) as sock:
+    assert _still_connected(sock)
+  stalled.close()
+  client.close()
+
+
+def _frames(*requests) -> bytes:
+  return b''.join(struct.pack('!i', len(f)) + f
+                  for f in (codec.encode(list(r)) for r in requests))
+
+
+def test_requests_sent_back_to_back_are_each_answered(echo_server):
+  server, calls = echo_server
+  host, port = server.address.rsplit(':', 1)
+  conn = mp_connection.Client((host, int(port)),
+                              authkey=context.channel_key())
+  os.write(conn.fileno(), _frames(('a', np.ones(1)), ('b', np.ones(2)),
+                                  ('c', np.ones(3))))
+  sums = [codec.decode(conn.recv_bytes())[1]['sum'] for _ in range(3)]
+  conn.close()
+  assert sums == [1.0, 2.0, 3.0]
+  assert [c[0] for c in calls] == ['a', 'b', 'c']
+
+
+def _batched_server(batch_size, timeout, fail=False):
+  batches = []
+
+  def double(x):
+    batches.append(len(x))
+    if fail:
+      raise KeyError('the batch failed')
+    return x * 2
+
+  fn = batching.batched_handler(batch_size, timeout=timeout)(double)
+  return channel.ChannelServer(fn), batches
+
+
+def test_ready_requests_of_a_batched_handler_run_as_one_batch():
+  # A timeout far longer than the test: a batch runs only once full.
+  server, batches = _batched_server(4, timeout=600.0)
+  clients = [channel.ChannelClient(server.address) for _ in range(4)]
+  for i, client in enumerate(clients):
+    client.send(np.full(3, i))
+  replies = [client.receive() for client in clients]
+  for i, reply in enumerate(replies):
+    np.testing.assert_array_equal(reply, np.full(3, 2 * i))
+  assert batches == [4]
+  for client in clients:
+    client.close()
+  server.close()
+
+
+def test_a_partial_batch_runs_after_the_timeout():
+  server, batches = _batched_server(4, timeout=0.05)
+  client = channel.ChannelClient(server.address)
+  np.testing.assert_array_equal(client.call(np.arange(2)), [0, 2])
+  assert batches == [1]
+  client.close()
+  server.close()
+
+
+def test_a_batch_s_error_reaches_every_caller_of_the_batch():
+  server, batches = _batched_server(2, timeout=600.0, fail=True)
+  clients = [channel.ChannelClient(server.address) for _ in range(2)]
+  for client in clients:
+    client.send(np.ones(1))
+  for client in clients:
+    with pytest.raises(channel.ChannelError, match='the batch failed'):
+      client.receive()
+  assert batches == [2]
+  for client in clients:  # The connections go on.
+    client.send(np.ones(1))
+  for client in clients:
+    with pytest.raises(channel.ChannelError):
+      client.receive()
+    client.close()
+  server.close()
+
+
+def test_an_idle_connection_is_closed_after_idle_timeout(counting_server):
+  make, _ = counting_server
+  server = make(idle_timeout=0.2)
+  client = channel.ChannelClient(server.address)
+  assert client.call() == 1
+  threading.Event().wait(2.0)
+  with pytest.raises((ConnectionError, OSError)):
+    client.call()
+  client.close()
+
+
+@pytest.mark.parametrize('idle_timeout', [0, -1.0])
+def test_a_bad_idle_timeout_is_refused(idle_timeout):
+  with pytest.raises(ValueError, match='idle_timeout must be None or > 0'):
+    channel.ChannelServer(lambda: None, idle_timeout=idle_timeout)
+
+
+def test_a_peer_slow_to_read_its_reply_does_not_delay_the_others():
+  big = np.arange(2**21, dtype=np.float64)  # 16 MiB: over a socket buffer.
+  server = channel.ChannelServer(lambda what: big if what == 'big' else 1)
+  host, port = server.address.rsplit(':', 1)
+  slow = mp_connection.Client((host, int(port)),
+                              authkey=context.channel_key())
+  slow.send_bytes(codec.encode(['big']))
+  client = channel.ChannelClient(server.address)
+  # Served while the big reply waits for its reader.
+  assert [client.call('small') for _ in range(3)] == [1, 1, 1]
+  status, value = codec.decode(slow.recv_bytes())
+  assert status == 0
+  np.testing.assert_array_equal(value, big)
+  slow.close()
+  client.close()
+  server.close()
