@@ -12,12 +12,18 @@ from this thread (a batch of one runs on the calling thread), with K
 actors from K threads at once (batches of up to K, as the server stacks
 concurrent calls). Prints the wall time and this process's CPU time per
 call and per env step (the best of `--repeats` windows: the machine's
-other load only ever adds). The transport (a channel or a Ray call) is not
-included: `agent_throughput.py` measures whole programs.
+other load only ever adds). The transport is not included, unless
+`--channel`: then the server is behind a `launch.ChannelServer` and each
+actor is a process of its own calling through a `launch.ChannelClient`, as
+SEED's actors do (no environment work: the figure is the server process's
+CPU per call, the channel's included). `agent_throughput.py` measures whole
+programs.
 """
 
 import functools
 import inspect
+import multiprocessing
+import os
 import threading
 import time
 from typing import List
@@ -33,6 +39,9 @@ _ENVS_PER_ACTOR = flags.DEFINE_integer('envs_per_actor', 8,
                                        'Environments per call.')
 _CALLS = flags.DEFINE_integer('calls', 1000, 'Calls per actor and window.')
 _REPEATS = flags.DEFINE_integer('repeats', 5, 'Windows per row.')
+_CHANNEL = flags.DEFINE_bool(
+    'channel', False, 'Serve through a launch.ChannelServer to actor '
+    'processes (ChannelClients) instead of calling from threads.')
 
 
 def _recorded_timesteps(env_spec: str, num_envs: int, count: int) -> List:
@@ -45,6 +54,57 @@ def _recorded_timesteps(env_spec: str, num_envs: int, count: int) -> List:
     timesteps.append(env.step(rng.integers(0, num_actions, num_envs)))
   env.close()
   return timesteps
+
+
+def _channel_actor(address, key, actor, steps, calls, repeats, barrier):
+  """An actor process: warm-up calls, then `repeats` windows of `calls`
+  calls, each between two waits on `barrier` (shared with the server's
+  process, which times the window)."""
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  client = launch.ChannelClient(address, authkey=key)
+  position = 0
+
+  def call():
+    nonlocal position
+    t = steps[position % len(steps)]
+    position += 1
+    client.call(actor, 0, t.step_type, t.reward, t.discount, t.observation)
+
+  for _ in range(100):
+    call()
+  for _ in range(repeats):
+    barrier.wait()
+    for _ in range(calls):
+      call()
+    barrier.wait()
+  client.close()
+
+
+def _channel_windows(server, steps, num_actors, calls, repeats):
+  """(wall, CPU seconds of this process) of each window of the actor
+  processes' calls through a channel to `server.inference`."""
+  from repertory import launch  # pylint: disable=g-import-not-at-top
+  key = os.urandom(32)
+  channel = launch.ChannelServer(server.inference, authkey=key)
+  # fork: the children run only the channel client and numpy, never the
+  # TensorFlow this process has loaded.
+  context = multiprocessing.get_context('fork')
+  barrier = context.Barrier(num_actors + 1)
+  actors = [context.Process(target=_channel_actor, args=(
+      channel.address, key, a, steps, calls, repeats, barrier))
+            for a in range(num_actors)]
+  for actor in actors:
+    actor.start()
+  windows = []
+  for _ in range(repeats):
+    barrier.wait(600)
+    start, cpu = time.perf_counter(), time.process_time()
+    barrier.wait(600)
+    windows.append((time.perf_counter() - start, time.process_time() - cpu))
+  for actor in actors:
+    actor.join(60)
+  channel.close()
+  return windows
 
 
 def main(argv):
@@ -116,9 +176,15 @@ def main(argv):
           thread.join()
         return time.perf_counter() - start, time.process_time() - cpu
 
-      window(100)  # Warm-up (and every actor's FIRST call).
       batches, calls = server.num_batches, server.num_calls
-      wall, cpu = min(window(_CALLS.value) for _ in range(_REPEATS.value))
+      if _CHANNEL.value:
+        # (The mean batch counts the actors' warm-up calls too.)
+        wall, cpu = min(_channel_windows(server, steps, num_actors,
+                                         _CALLS.value, _REPEATS.value))
+      else:
+        window(100)  # Warm-up (and every actor's FIRST call).
+        batches, calls = server.num_batches, server.num_calls
+        wall, cpu = min(window(_CALLS.value) for _ in range(_REPEATS.value))
       total = _CALLS.value * num_actors
       mean_batch = ((server.num_calls - calls) /
                     max(server.num_batches - batches, 1))
