@@ -73,10 +73,10 @@ def _channel_actor(address, key, actor, steps, calls, repeats, barrier):
   for _ in range(100):
     call()
   for _ in range(repeats):
-    barrier.wait()
+    barrier.wait(600)
     for _ in range(calls):
       call()
-    barrier.wait()
+    barrier.wait(600)
   client.close()
 
 
@@ -91,7 +91,7 @@ def _channel_windows(server, steps, num_actors, calls, repeats):
   context = multiprocessing.get_context('fork')
   barrier = context.Barrier(num_actors + 1)
   actors = [context.Process(target=_channel_actor, args=(
-      channel.address, key, a, steps, calls, repeats, barrier))
+      channel.address, key, a, steps, calls, repeats, barrier), daemon=True)
             for a in range(num_actors)]
   for actor in actors:
     actor.start()
