@@ -316,7 +316,7 @@ def _still_connected(sock: socket.socket) -> bool:
   """True while the server has neither closed nor reset `sock`."""
   sock.setblocking(False)
   try:
-    return bool(sock.recv(1, socket.MSG_PEEK)) or False
+    return bool(sock.recv(1, socket.MSG_PEEK))
   except BlockingIOError:
     return True
   except OSError:
