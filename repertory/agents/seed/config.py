@@ -63,9 +63,11 @@ class Config(actor_critic_config.ActorCriticConfig):
       raise ValueError('Config.num_inference_servers must be >= 1, got '
                        f'{self.num_inference_servers!r}.')
 
-  def batch_size_for(self, num_actors: int) -> int:
-    """The max batch size of one server when `num_actors` actors share
-    `num_inference_servers` servers."""
+  def batch_size_for(self, num_actors: int, server: int = 0) -> int:
+    """The max batch size of server `server` when `num_actors` actors share
+    the `num_inference_servers` servers (actor i talks to server
+    i % num_inference_servers): `max_batch_size`, or else all of that
+    server's actors."""
     if self.max_batch_size:
       return self.max_batch_size
-    return max(1, -(-num_actors // self.num_inference_servers))
+    return max(1, len(range(server, num_actors, self.num_inference_servers)))

@@ -63,8 +63,6 @@ def make_program(config: config_lib.Config,
   learner_node = nodes.learner_node(config, spec, replay, counter, experiment)
   learner = learner_node.create_handle()
   num_servers = 0 if remote else config.num_inference_servers
-  actors_per_server = [len(range(s, experiment.num_actors, num_servers))
-                       for s in range(num_servers)]
   server_nodes = [
       launch.CourierNode(
           inference.InferenceServer,
@@ -76,7 +74,7 @@ def make_program(config: config_lib.Config,
           table=TABLE,
           unroll_length=config.unroll_length,
           envs_per_actor=experiment.envs_per_actor,
-          max_batch_size=config.batch_size_for(max(actors_per_server[s], 1)),
+          max_batch_size=config.batch_size_for(experiment.num_actors, s),
           batch_timeout_ms=config.batch_timeout_ms,
           variable_update_period=config.variable_update_period,
           variable_name=_POLICY,

@@ -38,8 +38,11 @@ def test_config_rejects_bad_values(field, value, message):
 
 def test_batch_size_defaults_to_the_actors_of_a_server():
   assert seed.Config().batch_size_for(5) == 5
-  assert seed.Config(num_inference_servers=2).batch_size_for(5) == 3
-  assert seed.Config(max_batch_size=4).batch_size_for(5) == 4
+  two = seed.Config(num_inference_servers=2)
+  assert [two.batch_size_for(5, s) for s in (0, 1)] == [3, 2]
+  assert [two.batch_size_for(4, s) for s in (0, 1)] == [2, 2]
+  assert seed.Config(num_inference_servers=3).batch_size_for(1, 2) == 1
+  assert seed.Config(max_batch_size=4).batch_size_for(5, 1) == 4
 
 
 @pytest.mark.parametrize('devices, kind', [
@@ -140,9 +143,12 @@ def test_program_shape_by_placement(tmp_path):
   assert len(learner_unit.nodes) == 2  # The learner and one server.
   separate = seed.make_program(
       seed.Config(inference_placement='separate', num_inference_servers=2,
-                  **TINY), _experiment(tmp_path, num_actors=3))
+                  **TINY), _experiment(tmp_path, num_actors=5))
   assert len(separate.groups['inference']) == 2
   assert len(separate.groups['learner']) == 1
+  # Each server batches all of its actors: 0, 2, 4 and 1, 3.
+  assert [node.arguments()[1]['max_batch_size']
+          for node in separate.groups['inference']] == [3, 2]
 
 
 @pytest.mark.parametrize('use_lstm, transport, batched_items', [
