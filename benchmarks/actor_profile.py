@@ -33,22 +33,35 @@ the loop itself; `--noraw_in_ray` skips it) and the agent's program in
   and, for SEED, of the learner's process (the inference server's CPU by
   part).
 
-The model (`--model`) is three bounds on the program's env steps/s on C
-cores with A actors:
+The model (`--model`, learner off) is fitted on the 1- and 2-actor runs,
+checked against every run (with the cores other users left free in it) and
+then fitted on all runs and extrapolated to more cores.
 
-  X = min(A / (u_a + w), C / (u_a + u_s), 1 / u_g)
+IMPALA: an actor steps alone at 1 / t env steps/s, and every process's CPU
+shares the C cores:
 
-u_a: an actor's CPU seconds per env step (the parallel part); u_s: the CPU
-seconds of every other process of the program per env step (Reverb,
-learner or inference server, counter, monitor, Ray: the shared part); w: an
-actor's time per env step off its CPU that is not contention (the inference
-round trip of SEED); u_g (SEED only): the CPU per env step of the learner's
-process, whose inference servers and learner share one GIL, so it serves
-at most one core's worth; all fitted from the 1- and 2-actor runs. The raw
-ceiling is min(A, C) / r, r the raw loop's CPU seconds per env step. The
-model is validated by predicting the measured 4-actor runs (with the cores
-other users left free in that run) before extrapolating to 4, 8 and 16
-cores.
+  X = min(A / t, C / (u_a + u_s))
+
+t: an actor's wall time per env step with the machine to itself (the
+1-actor run); u_a: an actor's CPU seconds per env step (its loop and
+Reverb's client threads); u_s: the CPU seconds per env step of every other
+process of the program (Reverb server, counter, monitor, Ray).
+
+SEED: a server's batch holds all of its actors (SEED's default
+`max_batch_size`), so they move in lockstep; per call (one actor's batched
+step of N environments):
+
+  cycle = max(max(a, m (a + o) / c) + d + s_b + m s_c, (m (a + o) + s_b + m s_c) / c)
+  X = K m N / cycle
+
+with K servers of m = A / K actors each on c = C / K cores; a: an actor's
+CPU per call; o: the other processes' (Reverb, counter, monitor, Ray) per
+call; s_b + b s_c: the server process's CPU per batch of b calls (least
+squares over the runs' mean batch sizes, from the servers' `stats()`); d:
+the 1-actor cycle beyond a + s_b + s_c (wake-ups, transfers).
+
+The raw ceiling is min(A, C) / r, r the raw loop's CPU seconds per env
+step.
 
 Needs `py-spy` (the `bench` extra); without it, `--no_pyspy`.
 """
@@ -172,8 +185,24 @@ class CpuProbe:
     out[-1] = _machine_busy_seconds()
     return out
 
+  def _server_stats(self, launched) -> List[Dict[str, Any]]:
+    """`stats()` of each of SEED's inference servers (calls and batches
+    served so far); [] for IMPALA."""
+    if self._agent != 'seed':
+      return []
+    if self._servers is None:
+      self._servers = []
+      for node in launched.program.units:  # Colocations hold their nodes.
+        for inner in getattr(node, 'nodes', [node]):
+          if getattr(inner, '_ctor', None) is not None and (
+              inner._ctor.__name__ == 'InferenceServer'):  # pylint: disable=protected-access
+            self._servers.append(inner.create_handle().dereference())
+    return [server.stats() for server in self._servers]
+
   def start(self, launched) -> None:
     self._pids = self._node_pids(launched)
+    self._servers = None
+    self._stats0 = self._server_stats(launched)
     self._start = self._snapshot()
     self._actor_pid = self._pids.get('actor/0', (None, None))[1]
     self._threads0 = _thread_cpu(self._actor_pid) if self._actor_pid else {}
@@ -181,8 +210,8 @@ class CpuProbe:
     self._t0 = time.monotonic()
 
   def stop(self, launched) -> Dict[str, Any]:
-    del launched
     end = self._snapshot()
+    stats = self._server_stats(launched)
     threads = _thread_cpu(self._actor_pid) if self._actor_pid else {}
     tids = _tid_cpu(self._actor_pid) if self._actor_pid else {}
     dt = time.monotonic() - self._t0
@@ -210,6 +239,12 @@ class CpuProbe:
                 k: v - self._tids0.get(k, 0.0) for k, v in tids.items()
                 if v - self._tids0.get(k, 0.0) > 0},
             'cores': psutil.cpu_count(),
+            # SEED: calls and batches the inference servers served in it.
+            'inference_servers': len(self._servers or []),
+            'server_calls': sum(b['num_calls'] - a['num_calls']
+                                for a, b in zip(self._stats0, stats)),
+            'server_batches': sum(b['num_batches'] - a['num_batches']
+                                  for a, b in zip(self._stats0, stats)),
             'loadavg': open('/proc/loadavg').read().split()[:3]}
 
   def after(self, launched) -> Dict[str, Any]:
@@ -245,6 +280,9 @@ class CpuProbe:
 
 # --- stack classification -----------------------------------------------------
 
+# Where the policies' step lives (TensorFlow's networks, numpy's policies).
+_POLICY_FILES = ('networks', 'numpy_policy', 'numpy_mlp', 'mlp_policy',
+                 'lstm_policy')
 _FRAME = re.compile(r'^(?P<func>.*) \((?P<file>[^:()]*)(?::\d+)?\)$')
 
 
@@ -258,6 +296,10 @@ def _frames(stack: str) -> List[Tuple[str, str]]:
   return out
 
 
+# py-spy's samples of a thread asleep in a system call look like work.
+_WAITING = 'inference: waiting for the server'
+
+
 def _category_below(frames, i) -> str:
   """The category of a sample whose frame i is `_step` (batched.py)."""
   rest = frames[i + 1:]
@@ -269,11 +311,12 @@ def _category_below(frames, i) -> str:
     return 'environment'
   if 'inference/client' in path:
     funcs = [f for f, _ in rest]
-    if any(f in ('recv_into', '_recv_exactly', 'recv', '_read', 'read')
-           for f in funcs) or 'selectors' in deeper:
-      return 'inference: waiting for the server'
+    if funcs[-1] in ('_readable', '_poll') or any(
+        f in ('recv_into', '_recv_exactly', 'recv', '_read', 'read')
+        for f in funcs) or 'selectors' in deeper:
+      return _WAITING
     return 'inference: encode/send/decode'
-  if 'networks' in path:
+  if any(name in path for name in _POLICY_FILES):
     return 'policy'
   if 'adders' in path:
     if 'reverb' in deeper or any(f in ('_flush', '_insert_step', 'flush')
@@ -321,6 +364,9 @@ def classify_actor(raw: str) -> Dict[str, int]:
   return dict(counts)
 
 
+_IDLE = 'idle: the serving thread waiting in poll'
+
+
 def classify_server(raw: str) -> Dict[str, int]:
   """CPU samples of SEED's learner process (inference server + learner)."""
   counts = collections.Counter()
@@ -330,12 +376,14 @@ def classify_server(raw: str) -> Dict[str, int]:
       continue
     paths = [p for _, p in _frames(stack)]
     funcs = [f for f, _ in _frames(stack)]
-    if '_inference' in funcs:
+    if funcs[-1] == '_poll':  # py-spy cannot tell this sleep from work.
+      category = _IDLE
+    elif '_inference' in funcs:
       i = funcs.index('_inference')
       below = ' '.join(paths[i + 1:])
       if 'adders' in below:
         category = 'server: adder and Reverb writes'
-      elif 'networks' in below:
+      elif any(name in below for name in _POLICY_FILES):
         category = 'server: policy'
       elif 'variables' in below:
         category = 'server: weights'
@@ -567,38 +615,89 @@ def summary_line(run: Dict[str, Any]) -> str:
 # --- the model ----------------------------------------------------------------
 
 _SHARED_EXCLUDE = ('actor', 'others')
+# SEED: the processes that hold the inference servers (and, idle with the
+# learner off, the learner).
+_SERVER_GROUPS = ('learner', 'inference')
 
 
 def fit(runs: List[Dict[str, Any]]) -> Dict[str, float]:
-  """u_a, u_s, w (seconds per env step) and r from the given runs."""
-  u_a, u_s, w, r, u_g = [], [], [], [], []
+  """IMPALA's t, u_a, u_s and r (seconds per env step) from the runs."""
+  t, u_a, u_s, r = [], [], [], []
   for run in runs:
     x = run['actor_steps_per_second']
     steps = x * run['cpu_window_seconds']
     cpu = run['cpu_seconds']
-    if run['agent'] == 'seed':  # Learner + inference servers: one GIL.
-      u_g.append(cpu.get('learner', 0.0) / steps)
     u_a.append(cpu.get('actor', 0.0) / steps)
     u_s.append(sum(v for k, v in cpu.items() if k not in _SHARED_EXCLUDE) /
                steps)
-    if run['num_actors'] == 1:
-      # An actor's wall time per env step beyond its own CPU time.
-      w.append(max(1.0 / x - u_a[-1], 0.0))
+    if run['num_actors'] == 1:  # An actor's wall time per env step, alone.
+      t.append(1.0 / x)
     r.extend(cpu_per_step for _, cpu_per_step in run['raw_loops'])
-  mean = lambda v: sum(v) / len(v) if v else 0.0
-  return {'u_a': mean(u_a), 'u_s': mean(u_s), 'w': mean(w), 'r': mean(r),
-          'u_g': mean(u_g)}
+  return {'t': _mean(t), 'u_a': _mean(u_a), 'u_s': _mean(u_s), 'r': _mean(r)}
 
 
 def predict(params: Dict[str, float], cores: float, num_actors: int
             ) -> Tuple[float, float]:
-  """(program env steps/s, raw ceiling env steps/s) on `cores` cores."""
-  program = min(num_actors / (params['u_a'] + params['w']),
+  """IMPALA: (program env steps/s, raw ceiling env steps/s) on `cores`."""
+  program = min(num_actors / params['t'],
                 cores / (params['u_a'] + params['u_s']))
-  if params.get('u_g'):  # A process whose Python serves every step.
-    program = min(program, 1.0 / params['u_g'])
   ceiling = min(num_actors, cores) / params['r']
   return program, ceiling
+
+
+def _mean(values: List[float]) -> float:
+  return sum(values) / len(values) if values else 0.0
+
+
+def fit_seed(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+  """SEED's per-call parameters (seconds; a call is one actor's batched
+  step of N environments) from runs with the learner off.
+
+  a: an actor's CPU per call; o: the other processes' (replay, counter,
+  monitor, Ray) per call; s_b + b * s_c: the server process's CPU per
+  batch of b calls (least squares over the runs' mean batch sizes); d: the
+  1-actor cycle beyond a + s_b + s_c (wake-ups and transfers); r: the raw
+  loop's CPU per env step; n: N.
+  """
+  a, o, d, r, sizes, per_batch = [], [], [], [], [], []
+  for run in runs:
+    calls, batches = run['server_calls'], run['server_batches']
+    cpu = run['cpu_seconds']
+    a.append(cpu.get('actor', 0.0) / calls)
+    o.append(sum(v for k, v in cpu.items()
+                 if k not in _SHARED_EXCLUDE + _SERVER_GROUPS) / calls)
+    sizes.append(calls / batches)
+    per_batch.append(sum(cpu.get(k, 0.0) for k in _SERVER_GROUPS) / batches)
+    r.extend(cpu_per_step for _, cpu_per_step in run['raw_loops'])
+  s_c, s_b = np.polyfit(sizes, per_batch, 1)
+  for run, actor_cpu in zip(runs, a):
+    if run['num_actors'] == 1:
+      cycle = run['envs_per_actor'] / run['actor_steps_per_second']
+      d.append(max(cycle - actor_cpu - s_b - s_c, 0.0))
+  return {'a': _mean(a), 'o': _mean(o), 's_b': float(s_b),
+          's_c': float(s_c), 'd': _mean(d), 'r': _mean(r),
+          'n': runs[0]['envs_per_actor']}
+
+
+def predict_seed(params: Dict[str, float], cores: float, num_actors: int,
+                 servers: int = 1) -> Tuple[float, float]:
+  """SEED, learner off: (program env steps/s, raw ceiling env steps/s).
+
+  A server's batch holds all of its m = A / servers actors (SEED's default
+  `max_batch_size`), so they move in lockstep: a cycle is the actors'
+  compute (one call each, on the group's cores = cores / servers, shared
+  with the other processes), the wake-ups d, then the server's batch
+  s_b + m * s_c, which one thread serves; and no shorter than the group's
+  CPU per cycle over its cores. Each server's group runs on its own cores.
+  """
+  m = num_actors / servers
+  group_cores = cores / servers
+  actors_cpu = m * (params['a'] + params['o'])
+  batch = params['s_b'] + m * params['s_c']
+  cycle = max(max(params['a'], actors_cpu / group_cores) + params['d'] +
+              batch, (actors_cpu + batch) / group_cores)
+  program = servers * m * params['n'] / cycle
+  return program, min(num_actors, cores) / params['r']
 
 
 def free_cores(run: Dict[str, Any]) -> float:
@@ -607,49 +706,68 @@ def free_cores(run: Dict[str, Any]) -> float:
       'cpu_window_seconds']
 
 
+def _params_line(name: str, params: Dict[str, float]) -> str:
+  return name + ', '.join(
+      f'{k} {v * 1e6:.2f} us' if k != 'n' else f'n {v}'
+      for k, v in params.items())
+
+
 def model_report(runs: List[Dict[str, Any]]) -> str:
+  """Per agent, learner off: the model fitted on the 1- and 2-actor runs,
+  checked on every run, then fitted on all and extrapolated."""
   lines = []
   groups = collections.defaultdict(list)
   for run in runs:
     groups[(run['agent'], run['train'])].append(run)
+  cores_list = [int(c) for c in _CORES.value]
   for (agent, train), group in sorted(groups.items()):
     name = f'{agent}{"" if train else "_nolearn"}'
-    fit_runs = [r for r in group if r['num_actors'] in (1, 2)]
-    params = fit(fit_runs)
-    lines.append(f'\n{name}: fitted on the 1- and 2-actor runs: '
-                 f"u_a {params['u_a'] * 1e6:.2f} us, u_s "
-                 f"{params['u_s'] * 1e6:.2f} us, w {params['w'] * 1e6:.2f} us"
-                 f", r {params['r'] * 1e6:.2f} us, u_g "
-                 f"{params['u_g'] * 1e6:.2f} us per env step")
-    lines.append('| actors | free cores (measured) | measured | predicted | '
-                 'measured ceiling | predicted ceiling |')
-    lines.append('|---|---|---|---|---|---|')
-    for run in sorted(group, key=lambda r: r['num_actors']):
-      cores = free_cores(run)
-      program, ceiling = predict(params, cores, run['num_actors'])
+    if train:  # The learner sets the pace (see BENCHMARKS.md).
+      lines.append(f'\n{name}: learner on, not modelled.')
+      continue
+    seed = agent == 'seed'
+    fit_fn = fit_seed if seed else fit
+    servers = lambda run: run.get('inference_servers') or 1
+    one_server = [r for r in group if servers(r) == 1]  # Fitted on these.
+    params = fit_fn([r for r in one_server if r['num_actors'] in (1, 2)])
+    lines.append(_params_line(f'\n{name}: fitted on the 1- and 2-actor '
+                              'runs (SEED: per call; IMPALA: per env step): ',
+                              params))
+    lines.append('| actors | servers | free cores (measured) | measured | '
+                 'predicted | measured ceiling | predicted ceiling |')
+    lines.append('|---|---|---|---|---|---|---|')
+    for run in sorted(group, key=lambda r: (servers(r), r['num_actors'])):
+      args = (params, free_cores(run), run['num_actors'])
+      program, ceiling = (predict_seed(*args, servers=servers(run)) if seed
+                          else predict(*args))
       lines.append(
-          f"| {run['num_actors']} | {cores:.2f} | "
+          f"| {run['num_actors']} | {servers(run) if seed else '-'} | "
+          f"{free_cores(run):.2f} | "
           f"{run['actor_steps_per_second']:,.0f} | {program:,.0f} | "
           f"{run['ceiling']:,.0f} | {ceiling:,.0f} |")
-    all_params = fit(group)
-    lines.append(f'{name}: fitted on all runs: u_a '
-                 f"{all_params['u_a'] * 1e6:.2f}, u_s "
-                 f"{all_params['u_s'] * 1e6:.2f}, w "
-                 f"{all_params['w'] * 1e6:.2f}, r "
-                 f"{all_params['r'] * 1e6:.2f}, u_g "
-                 f"{all_params['u_g'] * 1e6:.2f} us per env step; predicted "
-                 'fraction of the raw ceiling:')
-    cores_list = [int(c) for c in _CORES.value]
+    all_params = fit_fn(one_server)
+    lines.append(_params_line(f'{name}: fitted on all runs: ', all_params))
+    lines.append('predicted fraction of the raw ceiling:')
     lines.append('| actors | ' + ' | '.join(f'{c} cores' for c in cores_list)
                  + ' |')
     lines.append('|---|' + '---|' * len(cores_list))
-    for num_actors in (1, 2, 4, 'C-1', 'C'):
+    rows = [(a, 1) for a in (1, 2, 4, 'C-1', 'C')]
+    if seed:  # One server per actor (its own process, as many as fit).
+      rows.append(('C/2', 'C/2'))
+    for num_actors, servers in rows:
       cells = []
       for cores in cores_list:
-        a = {'C': cores, 'C-1': max(cores - 1, 1)}.get(num_actors, num_actors)
-        program, ceiling = predict(all_params, cores, a)
+        count = lambda x: {'C': cores, 'C-1': max(cores - 1, 1),  # pylint: disable=cell-var-from-loop
+                           'C/2': max(cores // 2, 1)}.get(x, x)
+        if seed:
+          program, ceiling = predict_seed(all_params, cores,
+                                          count(num_actors), count(servers))
+        else:
+          program, ceiling = predict(all_params, cores, count(num_actors))
         cells.append(f'{program / ceiling:.2f}')
-      lines.append(f'| {num_actors} | ' + ' | '.join(cells) + ' |')
+      label = f'{num_actors}' + (f', {servers} servers' if servers != 1
+                                 else '')
+      lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 
 
@@ -677,10 +795,15 @@ def breakdown_report(runs: List[Dict[str, Any]]) -> str:
     if loop_cpu is not None:  # The loop's own thread, when known.
       cpu_us = 1e6 * loop_cpu / batched_steps
     if samples:
+      samples = dict(samples)
+      waiting = samples.pop(_WAITING, 0)
       total = sum(samples.values())
       parts = ', '.join(
           f'{k} {cpu_us * v / total:.0f}'
           for k, v in sorted(samples.items(), key=lambda kv: -kv[1]))
+      if waiting:
+        parts += (f' (and {100 * waiting / (waiting + total):.0f} % of the '
+                  'samples waiting for the server)')
     else:
       parts = '-'
     lines.append(f'| {name} | {step_us:.0f} | {cpu_us:.0f} | {parts} |')
@@ -712,12 +835,15 @@ def breakdown_report(runs: List[Dict[str, Any]]) -> str:
         threads.items(), key=lambda kv: -kv[1]) if 1e6 * v / steps >= 0.05)
     lines.append(f'| {name} | {parts} |')
   for run in runs:
-    if run.get('samples_server'):
-      total = sum(run['samples_server'].values())
+    samples = dict(run.get('samples_server') or {})
+    idle = samples.pop(_IDLE, 0)
+    if samples:
+      total = sum(samples.values())
       parts = ', '.join(f'{k} {100 * v / total:.0f} %' for k, v in sorted(
-          run['samples_server'].items(), key=lambda kv: -kv[1]))
+          samples.items(), key=lambda kv: -kv[1]))
       lines.append(f"\nseed{'' if run['train'] else '_nolearn'} "
-                   f"A={run['num_actors']} learner process CPU: {parts}")
+                   f"A={run['num_actors']} server process, py-spy's samples "
+                   f'({total} working, {idle} waiting in poll): {parts}')
   return '\n'.join(lines)
 
 
