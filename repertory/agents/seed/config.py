@@ -23,8 +23,11 @@ class Config(actor_critic_config.ActorCriticConfig):
     max_batch_size: the most actor calls (each carrying an actor's
       `envs_per_actor` timesteps) one forward pass serves; 0 means all the
       actors a server serves.
-    batch_timeout_ms: a partial batch is served this long after its first
-      call arrived.
+    batch_timeout_ms: how long a partial batch waits for more calls after
+      its first arrived; 0 serves the calls that are ready at once (calls
+      that arrive while a batch is served make the next one, so batches
+      grow with the load) and keeps an actor from waiting on the others,
+      e.g. on the last one still stepping at the end of a run.
     inference_placement: 'learner' runs the inference servers in the
       learner's process (SEED's design: inference on the learner's
       accelerator); 'separate' gives them processes of their own (group
@@ -38,7 +41,7 @@ class Config(actor_critic_config.ActorCriticConfig):
   """
   variable_update_period: int = 1
   max_batch_size: int = 0
-  batch_timeout_ms: float = 2.0
+  batch_timeout_ms: float = 0.0
   inference_placement: str = 'learner'
   num_inference_servers: int = 1
   inference_transport: str = 'tcp'

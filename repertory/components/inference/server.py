@@ -90,7 +90,7 @@ class InferenceServer:
                unroll_length: int,
                envs_per_actor: int,
                max_batch_size: int = 16,
-               batch_timeout_ms: float = 2.0,
+               batch_timeout_ms: float = 0.0,
                variable_update_period: int = 1,
                variable_name: str = 'policy',
                environment_spec: Any = None,
@@ -115,7 +115,9 @@ class InferenceServer:
       envs_per_actor: N, the environments of every actor.
       max_batch_size: the most actor calls one forward pass serves.
       batch_timeout_ms: a partial batch runs this long after its first call
-        arrived.
+        arrived; 0 runs the calls that are ready at once (batches then grow
+        with the load: calls that arrive while one batch runs make the
+        next).
       variable_update_period: fetch new weights every this many batches.
       variable_name: the variable group to fetch.
       environment_spec, extras_spec, core_state_spec: specs of ONE
