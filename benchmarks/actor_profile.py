@@ -47,18 +47,24 @@ t: an actor's wall time per env step with the machine to itself (the
 Reverb's client threads); u_s: the CPU seconds per env step of every other
 process of the program (Reverb server, counter, monitor, Ray).
 
-SEED: a server's batch holds all of its actors (SEED's default
-`max_batch_size`), so they move in lockstep; per call (one actor's batched
-step of N environments):
+SEED, per call (one actor's batched step of N environments), with K
+servers of m = A / K actors each on c = C / K cores: a: an actor's CPU per
+call; o: the other processes' (Reverb, counter, monitor, Ray) per call;
+s_b + b s_c: the server process's CPU per batch of b calls (least squares
+over the runs' mean batch sizes, from the servers' `stats()`); d: the
+1-actor cycle beyond a + s_b + s_c (wake-ups, transfers). A server that
+runs the calls that are ready (`batch_timeout_ms=0`, the default) makes
+the least of three bounds per server, in calls per second:
+
+  min(m / (a + d + s_b + s_c), m / (s_b + m s_c), c / (a + o + s_b / m + s_c))
+
+(its actors cycling alone; its thread busy with batches of all m; the
+group's CPU at those batches), and X = K N times that. With a timeout and
+batches of all m (the earlier default: `lockstep`), a cycle is the actors'
+compute on the group's cores, d, then the batch:
 
   cycle = max(max(a, m (a + o) / c) + d + s_b + m s_c, (m (a + o) + s_b + m s_c) / c)
   X = K m N / cycle
-
-with K servers of m = A / K actors each on c = C / K cores; a: an actor's
-CPU per call; o: the other processes' (Reverb, counter, monitor, Ray) per
-call; s_b + b s_c: the server process's CPU per batch of b calls (least
-squares over the runs' mean batch sizes, from the servers' `stats()`); d:
-the 1-actor cycle beyond a + s_b + s_c (wake-ups, transfers).
 
 The raw ceiling is min(A, C) / r, r the raw loop's CPU seconds per env
 step.
@@ -559,6 +565,16 @@ def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
 # --- measuring ----------------------------------------------------------------
 
 
+def _batch_timeout_ms(agent: str, train: bool) -> Optional[float]:
+  """SEED's `batch_timeout_ms` in the measured config (None for IMPALA)."""
+  from repertory import agents  # pylint: disable=g-import-not-at-top
+  from repertory import overrides  # pylint: disable=g-import-not-at-top
+  config = overrides.apply(
+      agents.get(agent).Config(train=train),
+      agent_throughput._config_settings(agent_throughput._CONFIG.value))
+  return getattr(config, 'batch_timeout_ms', None)
+
+
 def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
   """Appends a run per number of actors and learner setting to `runs`."""
   num_envs = agent_throughput._ENVS_PER_ACTOR.value
@@ -579,6 +595,7 @@ def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
           agent_throughput._WARMUP.value, probe=probe)
       result.update(agent=agent, env=env_spec, num_actors=num_actors,
                     train=train, envs_per_actor=num_envs,
+                    batch_timeout_ms=_batch_timeout_ms(agent, train),
                     raw_loops=loops, raw_loops_in_ray=in_ray,
                     ceiling=sum(rate for rate, _ in loops))
       for key in ('pyspy_actor', 'pyspy_server'):
@@ -649,7 +666,9 @@ def _mean(values: List[float]) -> float:
   return sum(values) / len(values) if values else 0.0
 
 
-def fit_seed(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+def fit_seed(runs: List[Dict[str, Any]],
+             server_runs: Optional[List[Dict[str, Any]]] = None
+             ) -> Dict[str, float]:
   """SEED's per-call parameters (seconds; a call is one actor's batched
   step of N environments) from runs with the learner off.
 
@@ -657,18 +676,27 @@ def fit_seed(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   monitor, Ray) per call; s_b + b * s_c: the server process's CPU per
   batch of b calls (least squares over the runs' mean batch sizes); d: the
   1-actor cycle beyond a + s_b + s_c (wake-ups and transfers); r: the raw
-  loop's CPU per env step; n: N.
+  loop's CPU per env step; n: N. The server's line is fitted on
+  `server_runs` (default: `runs`), which need mean batch sizes at least 0.5
+  apart (a server that batches what is ready batches little with 1 or 2
+  actors).
   """
   a, o, d, r, sizes, per_batch = [], [], [], [], [], []
   for run in runs:
-    calls, batches = run['server_calls'], run['server_batches']
+    calls = run['server_calls']
     cpu = run['cpu_seconds']
     a.append(cpu.get('actor', 0.0) / calls)
     o.append(sum(v for k, v in cpu.items()
                  if k not in _SHARED_EXCLUDE + _SERVER_GROUPS) / calls)
-    sizes.append(calls / batches)
-    per_batch.append(sum(cpu.get(k, 0.0) for k in _SERVER_GROUPS) / batches)
     r.extend(cpu_per_step for _, cpu_per_step in run['raw_loops'])
+  for run in server_runs or runs:
+    calls, batches = run['server_calls'], run['server_batches']
+    sizes.append(calls / batches)
+    per_batch.append(sum(run['cpu_seconds'].get(k, 0.0)
+                         for k in _SERVER_GROUPS) / batches)
+  if max(sizes) - min(sizes) < 0.5:
+    raise ValueError(f'mean batch sizes {sizes} are too close to fit the '
+                     "server's CPU per batch: add runs with more actors.")
   s_c, s_b = np.polyfit(sizes, per_batch, 1)
   for run, actor_cpu in zip(runs, a):
     if run['num_actors'] == 1:
@@ -680,23 +708,31 @@ def fit_seed(runs: List[Dict[str, Any]]) -> Dict[str, float]:
 
 
 def predict_seed(params: Dict[str, float], cores: float, num_actors: int,
-                 servers: int = 1) -> Tuple[float, float]:
+                 servers: int = 1, lockstep: bool = False
+                 ) -> Tuple[float, float]:
   """SEED, learner off: (program env steps/s, raw ceiling env steps/s).
 
-  A server's batch holds all of its m = A / servers actors (SEED's default
-  `max_batch_size`), so they move in lockstep: a cycle is the actors'
-  compute (one call each, on the group's cores = cores / servers, shared
-  with the other processes), the wake-ups d, then the server's batch
-  s_b + m * s_c, which one thread serves; and no shorter than the group's
-  CPU per cycle over its cores. Each server's group runs on its own cores.
+  K = `servers` servers of m = A / K actors each, each server's group on
+  its own c = C / K cores. By default (`batch_timeout_ms=0`) a server runs
+  the calls that are ready, and the program makes the least of three
+  bounds per server: m actors each cycling alone (a + d + s_b + s_c per
+  call), the server's thread busy with batches of all m (m / (s_b + m
+  s_c) calls per second) and the group's CPU at those batches. `lockstep`
+  (a timeout and batches of all m, the earlier default): a cycle is the
+  actors' compute on the group's cores, then d, then the batch of m.
   """
+  a, o, d, s_b, s_c = (params[k] for k in ('a', 'o', 'd', 's_b', 's_c'))
   m = num_actors / servers
-  group_cores = cores / servers
-  actors_cpu = m * (params['a'] + params['o'])
-  batch = params['s_b'] + m * params['s_c']
-  cycle = max(max(params['a'], actors_cpu / group_cores) + params['d'] +
-              batch, (actors_cpu + batch) / group_cores)
-  program = servers * m * params['n'] / cycle
+  c = cores / servers
+  if lockstep:
+    batch = s_b + m * s_c
+    cycle = max(max(a, m * (a + o) / c) + d + batch,
+                (m * (a + o) + batch) / c)
+    calls = m / cycle
+  else:
+    calls = min(m / (a + d + s_b + s_c), m / (s_b + m * s_c),
+                c / (a + o + s_b / m + s_c))
+  program = servers * calls * params['n']
   return program, min(num_actors, cores) / params['r']
 
 
@@ -726,26 +762,31 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
       lines.append(f'\n{name}: learner on, not modelled.')
       continue
     seed = agent == 'seed'
-    fit_fn = fit_seed if seed else fit
     servers = lambda run: run.get('inference_servers') or 1
     one_server = [r for r in group if servers(r) == 1]  # Fitted on these.
-    params = fit_fn([r for r in one_server if r['num_actors'] in (1, 2)])
-    lines.append(_params_line(f'\n{name}: fitted on the 1- and 2-actor '
-                              'runs (SEED: per call; IMPALA: per env step): ',
-                              params))
+    fit_runs = [r for r in one_server if r['num_actors'] in (1, 2)]
+    params = (fit_seed(fit_runs, server_runs=one_server) if seed
+              else fit(fit_runs))
+    lines.append(_params_line(
+        f'\n{name}: fitted on the 1- and 2-actor runs (SEED: per call, the '
+        "server's line on every one-server run; IMPALA: per env step): ",
+        params))
     lines.append('| actors | servers | free cores (measured) | measured | '
                  'predicted | measured ceiling | predicted ceiling |')
     lines.append('|---|---|---|---|---|---|---|')
     for run in sorted(group, key=lambda r: (servers(r), r['num_actors'])):
       args = (params, free_cores(run), run['num_actors'])
-      program, ceiling = (predict_seed(*args, servers=servers(run)) if seed
+      lockstep = seed and run.get('batch_timeout_ms', 2.0) > 0
+      program, ceiling = (predict_seed(*args, servers=servers(run),
+                                       lockstep=lockstep) if seed
                           else predict(*args))
       lines.append(
-          f"| {run['num_actors']} | {servers(run) if seed else '-'} | "
+          f"| {run['num_actors']} | {servers(run) if seed else '-'}"
+          f"{' (lockstep)' if lockstep else ''} | "
           f"{free_cores(run):.2f} | "
           f"{run['actor_steps_per_second']:,.0f} | {program:,.0f} | "
           f"{run['ceiling']:,.0f} | {ceiling:,.0f} |")
-    all_params = fit_fn(one_server)
+    all_params = fit_seed(one_server) if seed else fit(one_server)
     lines.append(_params_line(f'{name}: fitted on all runs: ', all_params))
     lines.append('predicted fraction of the raw ceiling:')
     lines.append('| actors | ' + ' | '.join(f'{c} cores' for c in cores_list)
