@@ -397,6 +397,39 @@ def test_a_partial_batch_runs_after_the_timeout():
   server.close()
 
 
+def test_with_no_timeout_a_batch_is_the_requests_that_are_ready():
+  # SEED's default: a lone request runs at once (no caller waits for the
+  # others); requests that arrive while a batch runs make the next batch.
+  batches, running, release = [], threading.Event(), threading.Event()
+  release.set()
+
+  def double(x):
+    batches.append(len(x))
+    running.set()
+    assert release.wait(60.0)
+    return x * 2
+
+  server = channel.ChannelServer(
+      batching.batched_handler(4, timeout=0.0)(double))
+  clients = [channel.ChannelClient(server.address) for _ in range(3)]
+  for client in clients:  # Each connection served once: all joined.
+    np.testing.assert_array_equal(client.call(np.zeros(1)), [0.0])
+  batches.clear()
+  running.clear()
+  release.clear()
+  clients[0].send(np.ones(1))
+  assert running.wait(60.0)  # A batch of one, the others connected.
+  clients[1].send(np.full(1, 2.0))
+  clients[2].send(np.full(1, 3.0))
+  release.set()
+  for i, client in enumerate(clients):
+    np.testing.assert_array_equal(client.receive(), [2.0 * (i + 1)])
+  assert batches == [1, 2]
+  for client in clients:
+    client.close()
+  server.close()
+
+
 def test_a_batch_s_error_reaches_every_caller_of_the_batch():
   server, batches = _batched_server(2, timeout=600.0, fail=True)
   clients = [channel.ChannelClient(server.address) for _ in range(2)]

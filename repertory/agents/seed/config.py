@@ -71,6 +71,11 @@ class Config(actor_critic_config.ActorCriticConfig):
     the `num_inference_servers` servers (actor i talks to server
     i % num_inference_servers): `max_batch_size`, or else all of that
     server's actors."""
+    if not 0 <= server < self.num_inference_servers:
+      raise ValueError(
+          f'batch_size_for: server={server!r}; the servers are 0 to '
+          f'{self.num_inference_servers - 1} (num_inference_servers='
+          f'{self.num_inference_servers}).')
     if self.max_batch_size:
       return self.max_batch_size
     return max(1, len(range(server, num_actors, self.num_inference_servers)))

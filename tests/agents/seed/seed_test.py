@@ -42,7 +42,9 @@ def test_batch_size_defaults_to_the_actors_of_a_server():
   assert [two.batch_size_for(5, s) for s in (0, 1)] == [3, 2]
   assert [two.batch_size_for(4, s) for s in (0, 1)] == [2, 2]
   assert seed.Config(num_inference_servers=3).batch_size_for(1, 2) == 1
-  assert seed.Config(max_batch_size=4).batch_size_for(5, 1) == 4
+  assert seed.Config(max_batch_size=4).batch_size_for(5, 0) == 4
+  with pytest.raises(ValueError, match='server=2; the servers are 0 to 1'):
+    two.batch_size_for(5, 2)
 
 
 @pytest.mark.parametrize('devices, kind', [
