@@ -54,7 +54,8 @@ s_b + b s_c: the server process's CPU per batch of b calls (least squares
 over the runs' mean batch sizes, from the servers' `stats()`); d: the
 1-actor cycle beyond a + s_b + s_c (wake-ups, transfers). A server that
 runs the calls that are ready (`batch_timeout_ms=0`, the default) makes
-the least of three bounds per server, in calls per second:
+the least of three bounds per server (with the default `max_batch_size`,
+all of a server's actors), in calls per second:
 
   min(m / (a + d + s_b + s_c), m / (s_b + m s_c), c / (a + o + s_b / m + s_c))
 
@@ -257,10 +258,11 @@ class CpuProbe:
     if not self._pyspy:
       return {}
     targets = {'actor': self._pids.get('actor/0', (None, None))[1]}
-    if self._agent == 'seed':
-      learner = [pid for label, pid in self._pids.values()
-                 if label == 'learner']
-      targets['server'] = learner[0] if learner else None
+    if self._agent == 'seed':  # The first server's process.
+      first = {}
+      for _, (label, pid) in sorted(self._pids.items()):
+        first.setdefault(label, pid)
+      targets['server'] = first.get('inference', first.get('learner'))
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
       procs = {}
@@ -374,7 +376,8 @@ _IDLE = 'idle: the serving thread waiting in poll'
 
 
 def classify_server(raw: str) -> Dict[str, int]:
-  """CPU samples of SEED's learner process (inference server + learner)."""
+  """CPU samples of the process of SEED's first inference server (the
+  learner's by default)."""
   counts = collections.Counter()
   for line in raw.splitlines():
     stack, _, n = line.rpartition(' ')
@@ -565,16 +568,6 @@ def measure_raw_in_ray(env_spec: str, num_actors: int, num_envs: int,
 # --- measuring ----------------------------------------------------------------
 
 
-def _batch_timeout_ms(agent: str, train: bool) -> Optional[float]:
-  """SEED's `batch_timeout_ms` in the measured config (None for IMPALA)."""
-  from repertory import agents  # pylint: disable=g-import-not-at-top
-  from repertory import overrides  # pylint: disable=g-import-not-at-top
-  config = overrides.apply(
-      agents.get(agent).Config(train=train),
-      agent_throughput._config_settings(agent_throughput._CONFIG.value))
-  return getattr(config, 'batch_timeout_ms', None)
-
-
 def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
   """Appends a run per number of actors and learner setting to `runs`."""
   num_envs = agent_throughput._ENVS_PER_ACTOR.value
@@ -595,7 +588,6 @@ def measure(agent: str, env_spec: str, runs: List[Dict[str, Any]]) -> None:
           agent_throughput._WARMUP.value, probe=probe)
       result.update(agent=agent, env=env_spec, num_actors=num_actors,
                     train=train, envs_per_actor=num_envs,
-                    batch_timeout_ms=_batch_timeout_ms(agent, train),
                     raw_loops=loops, raw_loops_in_ray=in_ray,
                     ceiling=sum(rate for rate, _ in loops))
       for key in ('pyspy_actor', 'pyspy_server'):

@@ -217,7 +217,8 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
           c1.get('actor_steps', 0) - c0.get('actor_steps', 0)) / dt,
       learner_steps_per_second=(
           c1.get('learner_steps', 0) - c0.get('learner_steps', 0)) / dt,
-      window_seconds=dt)
+      window_seconds=dt,
+      batch_timeout_ms=getattr(config, 'batch_timeout_ms', None))  # SEED's.
 
 
 def main(argv: List[str]) -> None:
