@@ -740,6 +740,12 @@ def _params_line(name: str, params: Dict[str, float]) -> str:
       for k, v in params.items())
 
 
+def _count(count: Any, cores: int) -> int:
+  """A row's count of actors or servers: a number, or 'C', 'C-1', 'C/2'."""
+  return {'C': cores, 'C-1': max(cores - 1, 1),
+          'C/2': max(cores // 2, 1)}.get(count, count)
+
+
 def model_report(runs: List[Dict[str, Any]]) -> str:
   """Per agent, learner off: the model fitted on the 1- and 2-actor runs,
   checked on every run, then fitted on all and extrapolated."""
@@ -787,19 +793,17 @@ def model_report(runs: List[Dict[str, Any]]) -> str:
     rows = [(a, 1) for a in (1, 2, 4, 'C-1', 'C')]
     if seed:  # One server per actor (its own process, as many as fit).
       rows.append(('C/2', 'C/2'))
-    for num_actors, servers in rows:
+    for num_actors, num_servers in rows:
       cells = []
       for cores in cores_list:
-        count = lambda x: {'C': cores, 'C-1': max(cores - 1, 1),  # pylint: disable=cell-var-from-loop
-                           'C/2': max(cores // 2, 1)}.get(x, x)
-        if seed:
-          program, ceiling = predict_seed(all_params, cores,
-                                          count(num_actors), count(servers))
-        else:
-          program, ceiling = predict(all_params, cores, count(num_actors))
+        actors = _count(num_actors, cores)
+        program, ceiling = (
+            predict_seed(all_params, cores, actors,
+                         _count(num_servers, cores)) if seed
+            else predict(all_params, cores, actors))
         cells.append(f'{program / ceiling:.2f}')
-      label = f'{num_actors}' + (f', {servers} servers' if servers != 1
-                                 else '')
+      label = f'{num_actors}' + (f', {num_servers} servers'
+                                 if num_servers != 1 else '')
       lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 
