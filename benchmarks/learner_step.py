@@ -1,4 +1,4 @@
-r"""Times one IMPALA learner step on this machine's CPU.
+r"""Times one IMPALA learner step on this machine's first GPU, or its CPU.
 
 One step = forward over a `[T + 1, B]` batch of unrolls, the V-trace IMPALA
 loss, backward pass and an optimizer update, all inside one `tf.function`.
@@ -115,10 +115,13 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)
     tf.config.threading.set_inter_op_parallelism_threads(_THREADS.value)
   names = ['mlp', 'atari'] if _TORSO.value == 'all' else [_TORSO.value]
+  gpus = tf.config.list_physical_devices('GPU')  # TF places ops on GPU:0.
+  device = (tf.config.experimental.get_device_details(gpus[0]).get(
+      'device_name', 'GPU:0') if gpus else 'the CPU')
   print(f'learner step = forward + V-trace IMPALA loss + backward + RMSProp, '
         f'in tf.function; B={_BATCH.value} unrolls x T={_UNROLL.value} steps; '
-        f'TF {tf.__version__}; {os.cpu_count()} CPUs; load average '
-        f'{os.getloadavg()[0]:.1f} at start')
+        f'TF {tf.__version__} on {device}; {os.cpu_count()} CPUs; load '
+        f'average {os.getloadavg()[0]:.1f} at start')
   print(f'{"torso":<12}{"params":>10}{"median ms":>12}{"p90 ms":>10}'
         f'{"frames/s":>12}{"warmup s":>10}')
   for name in names:

@@ -136,15 +136,20 @@ class VTrace(learners.Algorithm):
     mask = u.mask * tf.cast(keep, tf.float32)[None]               # [T, B]
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
-    metrics = self._sgd_pass(u, mask, state)
     passes = self._config.passes_per_batch
+    if passes == 1:
+      metrics = self._sgd_pass(u, mask, state)
+    else:
+      # Every pass in one loop: the graph holds one copy of the update
+      # whatever the count (a first pass outside the loop would be a second
+      # copy, in the learner's memory); the loop keeps the first's metrics.
+      def one_pass(i, first):  # Its update runs: the loop keeps stateful ops.
+        metrics = self._sgd_pass(u, mask, state)
+        return i + 1, tf.nest.map_structure(
+            lambda kept, new: tf.where(i == 0, new, kept), first, metrics)
 
-    def another_pass(i):  # Its update runs: the loop keeps stateful ops.
-      self._sgd_pass(u, mask, state)
-      return (i + 1,)
-
-    if passes > 1:  # A loop, so the graph does not grow with the count.
-      tf.while_loop(lambda i: i < passes - 1, another_pass, (tf.constant(0),))
+      _, metrics = tf.while_loop(lambda i, _: i < passes, one_pass,
+                                 (tf.constant(0), self._no_update_metrics()))
     self._version.assign_add(tf.cast(metrics['applied'], tf.int64))
     return metrics
 
