@@ -107,15 +107,18 @@ _IMPALA_FLAGS = ['--config.shared_torso=false', '--config.activation=tanh',
                  '--config.batch_size=4', '--config.discount=0.98',
                  '--config.vtrace_lambda=0.95']
 # docs/impala.md's second CartPole command (IMPALA and SEED): APPO's clip
-# over 4 passes per batch, advantages normalised per batch, a short queue,
-# and the learning rate and the clip annealed to 0 over the run's budget
+# over 12 passes per batch of 12 unrolls (240 transitions, about SB3's
+# 256), advantages normalised per batch, a short queue, discount 0.99, and
+# the learning rate and the clip annealed to 0 over the run's budget
 # (`_BUDGET`), as SB3's PPO over its 100k.
-_APPO_FLAGS = [f for f in _IMPALA_FLAGS
-               if not f.startswith('--config.learning_rate=')] + [
-    '--config.learning_rate=1e-3', '--config.passes_per_batch=4',
+_APPO_FLAGS = [f for f in _IMPALA_FLAGS if not f.startswith(
+    ('--config.learning_rate=', '--config.batch_size=',
+     '--config.discount='))] + [
+    '--config.batch_size=12', '--config.discount=0.99',
+    '--config.learning_rate=1e-3', '--config.passes_per_batch=12',
     '--config.ppo_clip=0.2', '--config.anneal_ppo_clip=true',
     '--config.normalize_advantages=true', '--config.entropy_cost=0',
-    '--config.max_queue_size=8', '--config.learning_rate_anneal_steps=150000']
+    '--config.max_queue_size=16', '--config.learning_rate_anneal_steps=150000']
 # Repertory PPO with SB3's rl-zoo run spelled out: its round (8 environments
 # x 32 steps = 256, one minibatch, 20 epochs), SB3's MlpPolicy network
 # (separate 64-64 tanh MLPs, orthogonal init), no value clipping, SB3's value
