@@ -60,9 +60,16 @@ class ActorCriticConfig:
       SB3's rl-zoo clip range and PPO's `anneal_clip_epsilon`; needs both.
     passes_per_batch: updates the learner makes on each batch (RLlib APPO's
       `num_epochs`): every pass recomputes V-trace with the current network
-      and applies one clipped Adam update; with `ppo_clip` the later passes
+      (unless `targets_once_per_batch`) and applies one clipped Adam update; with `ppo_clip` the later passes
       are held within ε of the behaviour policy. 1 (the default) is IMPALA's
       one update per batch.
+    targets_once_per_batch: with several passes, compute V-trace's value
+      targets and advantages once per batch, with the network as it was
+      before the batch's first pass, and keep them over its passes (PPO's
+      returns and advantages, fixed over its epochs); the ratio ρ = π/μ of
+      the clipped surrogate still follows the current policy. False (the
+      default) recomputes them every pass with the current network, so the
+      value chases targets it moves itself.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
@@ -116,6 +123,7 @@ class ActorCriticConfig:
   ppo_clip: Optional[float] = None
   anneal_ppo_clip: bool = False
   passes_per_batch: int = 1
+  targets_once_per_batch: bool = False
   vtrace_lambda: float = 1.0
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0

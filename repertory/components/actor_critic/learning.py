@@ -6,8 +6,9 @@ lag of each (learner version - behaviour version), drop those beyond
 `max_policy_lag`, unroll the network over all `[T + 1, B]` steps, compute the
 IMPALA loss (APPO's clipped surrogate with `ppo_clip`) on rewards times
 `reward_scale` and apply one clipped Adam update (`passes_per_batch` of
-them, each on V-trace recomputed with the current network, as APPO's
-epochs; learning rate, and with `anneal_ppo_clip` the clip, annealed by
+them, as APPO's epochs, each on V-trace recomputed with the current network
+or, with `targets_once_per_batch`, on targets computed once before them;
+learning rate, and with `anneal_ppo_clip` the clip, annealed by
 `learners.LinearDecay`, one batch = `batch_size * unroll_length` steps).
 
 Unroll layout (`adders.UnrollAdder`): step t holds o_t (with the reward and
@@ -137,14 +138,16 @@ class VTrace(learners.Algorithm):
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
     passes = self._config.passes_per_batch
+    returns = (self._vtrace_targets(u, mask, state)
+               if self._config.targets_once_per_batch else None)
     if passes == 1:
-      metrics = self._sgd_pass(u, mask, state)
+      metrics = self._sgd_pass(u, mask, state, returns)
     else:
       # Every pass in one loop: the graph holds one copy of the update
       # whatever the count (a first pass outside the loop would be a second
       # copy, in the learner's memory); the loop keeps the first's metrics.
       def one_pass(i, first):  # Its update runs: the loop keeps stateful ops.
-        metrics = self._sgd_pass(u, mask, state)
+        metrics = self._sgd_pass(u, mask, state, returns)
         return i + 1, tf.nest.map_structure(
             lambda kept, new: tf.where(i == 0, new, kept), first, metrics)
 
@@ -153,18 +156,39 @@ class VTrace(learners.Algorithm):
     self._version.assign_add(tf.cast(metrics['applied'], tf.int64))
     return metrics
 
-  def _sgd_pass(self, u: adders.UnrollTransitions, mask: tf.Tensor,
-                state: Any) -> Dict[str, tf.Tensor]:
-    """One clipped Adam update of the IMPALA loss on time-major unrolls."""
+  def _log_probs(self, u: adders.UnrollTransitions, mask: tf.Tensor,
+                 logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """log π(a_t|o_t) of `logits` [T, B, A] and the behaviour's log μ,
+    which is log π + 1e9 where masked (log ρ = -1e9 there)."""
+    target_log_prob = losses.categorical_log_prob(logits, u.action)
+    behaviour_log_prob = tf.where(
+        mask > 0, losses.categorical_log_prob(u.extras['logits'], u.action),
+        tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
+    return target_log_prob, behaviour_log_prob
+
+  def _vtrace_targets(self, u: adders.UnrollTransitions, mask: tf.Tensor,
+                      state: Any) -> losses.VTraceReturns:
+    """V-trace's targets and advantages under the current network."""
     c = self._config
-    behaviour_logits = u.extras['logits']                         # [T, B, A]
+    outputs, _ = self.network.unroll(u.observation, state, u.first)
+    target_log_prob, behaviour_log_prob = self._log_probs(
+        u, mask, outputs.logits[:-1])
+    return losses.vtrace(
+        outputs.value[:-1], outputs.value[-1], c.reward_scale * u.reward,
+        c.discount * u.discount, target_log_prob - behaviour_log_prob,
+        lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
+        clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+
+  def _sgd_pass(self, u: adders.UnrollTransitions, mask: tf.Tensor,
+                state: Any, returns: Optional[losses.VTraceReturns] = None
+                ) -> Dict[str, tf.Tensor]:
+    """One clipped Adam update of the IMPALA loss on time-major unrolls;
+    V-trace's targets are `returns`, or computed with the current network."""
+    c = self._config
     with tf.GradientTape() as tape:
       outputs, _ = self.network.unroll(u.observation, state, u.first)
       logits = outputs.logits[:-1]                                # [T, B, A]
-      target_log_prob = losses.categorical_log_prob(logits, u.action)
-      behaviour_log_prob = tf.where(  # log ρ = -1e9 where masked.
-          mask > 0, losses.categorical_log_prob(behaviour_logits, u.action),
-          tf.stop_gradient(target_log_prob) - _MASKED_LOG_RHO)
+      target_log_prob, behaviour_log_prob = self._log_probs(u, mask, logits)
       loss = losses.impala_loss_from_log_probs(
           target_log_prob, behaviour_log_prob,
           mask * losses.categorical_entropy(logits), outputs.value[:-1],
@@ -173,7 +197,8 @@ class VTrace(learners.Algorithm):
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
           clip_pg_rho_threshold=c.clip_pg_rho_threshold,
           normalize_advantages=c.normalize_advantages, mask=mask,
-          ppo_clip=None if c.ppo_clip is None else self._ppo_clip.value)
+          ppo_clip=None if c.ppo_clip is None else self._ppo_clip.value,
+          returns=returns)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss

@@ -130,6 +130,7 @@ def impala_loss_from_log_probs(
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
     ppo_clip: Optional[ppo.ClipRange] = None,
+    returns: Optional[VTraceReturns] = None,
 ) -> base.LossOutput:
   """The IMPALA loss for any action distribution (Espeholt et al. 2018, 4.2).
 
@@ -167,6 +168,10 @@ def impala_loss_from_log_probs(
     ppo_clip: ε > 0 of APPO's clipped surrogate, or a scalar tensor (an
       annealed Variable, which may reach 0); None (the default) keeps
       IMPALA's policy gradient.
+    returns: V-trace targets computed beforehand (e.g. once per batch, kept
+      over several updates as PPO keeps its advantages over its epochs),
+      used instead of `vtrace` on these inputs; None (the default) computes
+      them here. Either way the loss's ρ and clip fraction are this call's.
 
   Returns:
     `LossOutput(loss, extra)`; extra holds 'policy_loss', 'baseline_loss',
@@ -186,9 +191,13 @@ def impala_loss_from_log_probs(
     base.check_threshold(fn, 'ppo_clip', ppo_clip)
   log_rhos = tf.stop_gradient(target_log_prob) - tf.stop_gradient(
       behaviour_log_prob)
-  returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
-                   lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
-                   clip_pg_rho_threshold=clip_pg_rho_threshold)
+  if returns is None:
+    returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
+                     lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
+                     clip_pg_rho_threshold=clip_pg_rho_threshold)
+  else:
+    base.check_same_shape(fn, v_tm1=v_tm1, returns_vs=returns.vs,
+                          returns_pg_advantages=returns.pg_advantages)
   pg_advantages = returns.pg_advantages
   if normalize_advantages:
     pg_advantages = normalized_advantages(pg_advantages, mask)

@@ -175,6 +175,61 @@ def test_passes_per_batch_are_that_many_updates_on_the_batch(in_graph):
   assert any(moved)
 
 
+def test_targets_once_per_batch_keeps_the_first_targets_over_the_passes():
+  # Three passes with the targets of the network before the first: each is an
+  # Adam step on -mean(min(ρ Â, clip(ρ) Â)) + ½ baseline_cost mean((v - V)²)
+  # with v and Â the n-step returns and advantages of the initial values
+  # (on-policy, λ = 1: ρ̄ = 1), written here from the definitions; recomputed
+  # targets (the default) end elsewhere. One pass is the same either way.
+  epsilon, cost = 0.2, 0.5
+
+  def learner(passes, once):
+    config = impala.Config(passes_per_batch=passes, ppo_clip=epsilon,
+                           targets_once_per_batch=once, discount=GAMMA,
+                           vtrace_lambda=1.0, entropy_cost=0.0,
+                           baseline_cost=cost, hidden_sizes=(8,), batch_size=B)
+    return learning.VTrace(config, CATCH, replay=None, table='queue', seed=3)
+
+  once, recomputed, by_hand = learner(3, True), learner(3, False), learner(1, True)
+  data, values = _batch(once.network, np.random.default_rng(8))
+  keep = np.ones(B, bool)
+  vs = _n_step_targets(data['reward'], values, 1.0)
+  next_vs = np.concatenate([vs[1:], values[T:]], 0)
+  advantages = data['reward'][:, 1:].T + GAMMA * next_vs - values[:T]
+  observation = np.swapaxes(data['observation'], 0, 1)
+  actions = data['action'].T[:T]
+  behaviour = tf.nn.log_softmax(np.swapaxes(data['extras']['logits'], 0, 1)[:T])
+  behaviour_a = tf.gather(behaviour, actions, batch_dims=2)
+  network = by_hand.network
+  for _ in range(3):
+    with tf.GradientTape() as tape:
+      outputs, _ = network.unroll(observation, network.initial_state(0))
+      log_pi_a = tf.gather(tf.nn.log_softmax(outputs.logits[:T]), actions,
+                           batch_dims=2)
+      ratio = tf.exp(log_pi_a - behaviour_a)
+      surrogate = tf.minimum(ratio * advantages, tf.clip_by_value(
+          ratio, 1 - epsilon, 1 + epsilon) * advantages)
+      loss = (-tf.reduce_mean(surrogate) + cost * 0.5 * tf.reduce_mean(
+          tf.square(vs - outputs.value[:T])))
+    params = network.trainable_variables
+    gradients, _ = tf.clip_by_global_norm(tape.gradient(loss, params), 40.0)
+    by_hand.optimizer.apply(gradients, params)
+
+  once._sgd_step(data, keep)  # pylint: disable=protected-access
+  recomputed._sgd_step(data, keep)  # pylint: disable=protected-access
+  for a, b in zip(once.network.trainable_variables, params):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+  assert any(not np.allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+             for a, b in zip(recomputed.network.trainable_variables, params))
+
+  one_once, one = learner(1, True), learner(1, False)
+  one_once._sgd_step(data, keep)  # pylint: disable=protected-access
+  one._sgd_step(data, keep)  # pylint: disable=protected-access
+  for a, b in zip(one_once.network.trainable_variables,
+                  one.network.trainable_variables):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_passes_per_batch_must_be_positive():
   with pytest.raises(ValueError, match='passes_per_batch must be a positive'):
     impala.Config(passes_per_batch=0)
