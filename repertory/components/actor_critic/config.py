@@ -60,9 +60,9 @@ class ActorCriticConfig:
       SB3's rl-zoo clip range and PPO's `anneal_clip_epsilon`; needs both.
     passes_per_batch: updates the learner makes on each batch (RLlib APPO's
       `num_epochs`): every pass recomputes V-trace with the current network
-      (unless `targets_once_per_batch`) and applies one clipped Adam update; with `ppo_clip` the later passes
-      are held within ε of the behaviour policy. 1 (the default) is IMPALA's
-      one update per batch.
+      (unless `targets_once_per_batch`) and applies one clipped Adam
+      update; with `ppo_clip` the later passes are held within ε of the
+      behaviour policy. 1 (the default) is IMPALA's one update per batch.
     targets_once_per_batch: with several passes, compute V-trace's value
       targets and advantages once per batch, with the network as it was
       before the batch's first pass, and keep them over its passes (PPO's

@@ -190,7 +190,8 @@ def test_targets_once_per_batch_keeps_the_first_targets_over_the_passes():
                            baseline_cost=cost, hidden_sizes=(8,), batch_size=B)
     return learning.VTrace(config, CATCH, replay=None, table='queue', seed=3)
 
-  once, recomputed, by_hand = learner(3, True), learner(3, False), learner(1, True)
+  once, recomputed = learner(3, True), learner(3, False)
+  by_hand = learner(1, True)
   data, values = _batch(once.network, np.random.default_rng(8))
   keep = np.ones(B, bool)
   vs = _n_step_targets(data['reward'], values, 1.0)
@@ -198,7 +199,8 @@ def test_targets_once_per_batch_keeps_the_first_targets_over_the_passes():
   advantages = data['reward'][:, 1:].T + GAMMA * next_vs - values[:T]
   observation = np.swapaxes(data['observation'], 0, 1)
   actions = data['action'].T[:T]
-  behaviour = tf.nn.log_softmax(np.swapaxes(data['extras']['logits'], 0, 1)[:T])
+  behaviour = tf.nn.log_softmax(
+      np.swapaxes(data['extras']['logits'], 0, 1)[:T])
   behaviour_a = tf.gather(behaviour, actions, batch_dims=2)
   network = by_hand.network
   for _ in range(3):
