@@ -138,8 +138,10 @@ class VTrace(learners.Algorithm):
     state = (data['core_state'] if self._recurrent
              else self.network.initial_state(0))
     passes = self._config.passes_per_batch
+    # With one pass the pass's own targets are the first network's already.
     returns = (self._vtrace_targets(u, mask, state)
-               if self._config.targets_once_per_batch else None)
+               if self._config.targets_once_per_batch and passes > 1
+               else None)
     if passes == 1:
       metrics = self._sgd_pass(u, mask, state, returns)
     else:
