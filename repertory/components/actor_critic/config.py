@@ -12,6 +12,8 @@ from repertory import launch
 
 BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
 ACTIVATIONS = ('relu', 'tanh')
+# `losses.vtrace`'s pg_advantage choices (that module imports TensorFlow).
+PG_ADVANTAGES = ('vtrace', 'gae')
 
 
 @dataclasses.dataclass
@@ -71,6 +73,11 @@ class ActorCriticConfig:
       default) recomputes them every pass with the current network, so the
       value chases targets it moves itself.
     vtrace_lambda: λ of V-trace (1.0: the paper's V-trace).
+    pg_advantage: the policy-gradient advantage's form, one of
+      PG_ADVANTAGES: 'vtrace' (the default), the paper's
+      r_s + γ v_{s+1} - V(x_s), or 'gae', which bootstraps on
+      (1 - λ) V(x_{s+1}) + λ v_{s+1} instead and so is GAE(λ) on-policy
+      (PPO's and SB3's advantage). The two agree when `vtrace_lambda` is 1.
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
       (None: no clipping).
@@ -125,6 +132,7 @@ class ActorCriticConfig:
   passes_per_batch: int = 1
   targets_once_per_batch: bool = False
   vtrace_lambda: float = 1.0
+  pg_advantage: str = 'vtrace'
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
   hidden_sizes: Tuple[int, ...] = (64, 64)
@@ -194,6 +202,9 @@ class ActorCriticConfig:
       raise ValueError(
           f'Config.weights_transport={self.weights_transport!r}; choose one '
           f'of {launch.TRANSPORTS}.')
+    if self.pg_advantage not in PG_ADVANTAGES:
+      raise ValueError(f'Config.pg_advantage={self.pg_advantage!r}; choose '
+                       f'one of {PG_ADVANTAGES}.')
     if self.batched_env_kind not in BATCHED_ENV_KINDS:
       raise ValueError(f'Config.batched_env_kind={self.batched_env_kind!r}; '
                        f'choose one of {BATCHED_ENV_KINDS}.')

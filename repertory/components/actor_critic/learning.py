@@ -179,7 +179,8 @@ class VTrace(learners.Algorithm):
         outputs.value[:-1], outputs.value[-1], c.reward_scale * u.reward,
         c.discount * u.discount, target_log_prob - behaviour_log_prob,
         lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
-        clip_pg_rho_threshold=c.clip_pg_rho_threshold)
+        clip_pg_rho_threshold=c.clip_pg_rho_threshold,
+        pg_advantage=c.pg_advantage)
 
   def _sgd_pass(self, u: adders.UnrollTransitions, mask: tf.Tensor,
                 state: Any, returns: Optional[losses.VTraceReturns] = None
@@ -200,7 +201,7 @@ class VTrace(learners.Algorithm):
           clip_pg_rho_threshold=c.clip_pg_rho_threshold,
           normalize_advantages=c.normalize_advantages, mask=mask,
           ppo_clip=None if c.ppo_clip is None else self._ppo_clip.value,
-          returns=returns)
+          returns=returns, pg_advantage=c.pg_advantage)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss

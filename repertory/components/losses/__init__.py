@@ -35,5 +35,6 @@ from repertory.components.losses.value_rescaling import ValueTransform
 from repertory.components.losses.vtrace import impala_loss
 from repertory.components.losses.vtrace import impala_loss_from_log_probs
 from repertory.components.losses.vtrace import normalized_advantages
+from repertory.components.losses.vtrace import PG_ADVANTAGES
 from repertory.components.losses.vtrace import vtrace
 from repertory.components.losses.vtrace import VTraceReturns

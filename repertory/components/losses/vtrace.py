@@ -24,6 +24,9 @@ import tensorflow as tf
 from repertory.components.losses import base
 from repertory.components.losses import ppo
 
+# How `vtrace` forms the policy-gradient advantage from its targets.
+PG_ADVANTAGES = ('vtrace', 'gae')
+
 
 class VTraceReturns(NamedTuple):
   """V-trace results; both are `[T, B]` and carry no gradient.
@@ -31,7 +34,8 @@ class VTraceReturns(NamedTuple):
   Attributes:
     vs: the V-trace value targets v_s (equation 1 of the paper).
     pg_advantages: ρ̄_s (r_s + γ_s v_{s+1} - V(x_s)) with ρ̄_s clipped at
-      `clip_pg_rho_threshold`; the policy-gradient advantage (section 4.2).
+      `clip_pg_rho_threshold`; the policy-gradient advantage (section 4.2),
+      or its λ-return form (`vtrace(pg_advantage='gae')`).
   """
   vs: tf.Tensor
   pg_advantages: tf.Tensor
@@ -46,6 +50,7 @@ def vtrace(
     lambda_: float = 1.0,
     clip_rho_threshold: Optional[float] = 1.0,
     clip_pg_rho_threshold: Optional[float] = 1.0,
+    pg_advantage: str = 'vtrace',
 ) -> VTraceReturns:
   """V-trace targets and advantages (Espeholt et al. 2018, eq. 1 and 4.2).
 
@@ -57,6 +62,15 @@ def vtrace(
   both the bootstrap and the trace, so episodes that end inside an unroll are
   handled exactly as separate traces.
 
+  The policy-gradient advantage is ρ̄_s (r_s + γ_s u_{s+1} - V(x_s)) with
+
+    'vtrace' (the paper's): u_{s+1} = v_{s+1}
+    'gae':                  u_{s+1} = (1 - λ) V(x_{s+1}) + λ v_{s+1}
+
+  On-policy (ρ = 1) the first weighs the TD error k steps ahead by
+  γ^k λ^(k-1), the second by (γλ)^k: it is then GAE(λ) (Schulman et al.
+  2016, arXiv:1506.02438), PPO's advantage. With λ = 1 the two are equal.
+
   Args:
     v_tm1: `[T, B]` values V(x_s) under the learner's network.
     bootstrap_value: `[B]` value V(x_T) of the state after the last step.
@@ -66,6 +80,7 @@ def vtrace(
     lambda_: λ in c_s = λ min(1, ρ_s); 1 is the paper's V-trace.
     clip_rho_threshold: ρ̄ for the value targets; None disables clipping.
     clip_pg_rho_threshold: clip for ρ in the advantages; None disables.
+    pg_advantage: 'vtrace' or 'gae', the advantage's form (above).
 
   Returns:
     `VTraceReturns(vs, pg_advantages)`, both `[T, B]`, gradients stopped.
@@ -89,6 +104,9 @@ def vtrace(
   base.check_threshold(fn, 'clip_rho_threshold', clip_rho_threshold)
   base.check_threshold(fn, 'clip_pg_rho_threshold', clip_pg_rho_threshold)
   base.check_unit_interval(fn, 'lambda_', lambda_)
+  if pg_advantage not in PG_ADVANTAGES:
+    raise ValueError(f'{fn}: pg_advantage={pg_advantage!r}; choose one of '
+                     f'{PG_ADVANTAGES}.')
 
   with tf.name_scope(fn):
     rhos = tf.exp(log_rhos)
@@ -107,6 +125,8 @@ def vtrace(
         initializer=tf.zeros_like(bootstrap_value), reverse=True)
     vs = vs_minus_v + v_tm1
     vs_t = base.next_values(vs, bootstrap_value)  # v_{s+1}, [T, B]
+    if pg_advantage == 'gae':
+      vs_t = (1.0 - lambda_) * v_t + lambda_ * vs_t
     clipped_pg_rhos = (rhos if clip_pg_rho_threshold is None
                        else tf.minimum(clip_pg_rho_threshold, rhos))
     pg_advantages = clipped_pg_rhos * (r_t + discount_t * vs_t - v_tm1)
@@ -131,6 +151,7 @@ def impala_loss_from_log_probs(
     mask: Optional[tf.Tensor] = None,
     ppo_clip: Optional[ppo.ClipRange] = None,
     returns: Optional[VTraceReturns] = None,
+    pg_advantage: str = 'vtrace',
 ) -> base.LossOutput:
   """The IMPALA loss for any action distribution (Espeholt et al. 2018, 4.2).
 
@@ -158,7 +179,8 @@ def impala_loss_from_log_probs(
     v_tm1, bootstrap_value, r_t, discount_t: as in `vtrace`.
     baseline_cost: weight of the value loss.
     entropy_cost: weight of the entropy bonus.
-    lambda_, clip_rho_threshold, clip_pg_rho_threshold: as in `vtrace`.
+    lambda_, clip_rho_threshold, clip_pg_rho_threshold, pg_advantage: as in
+      `vtrace`.
     normalize_advantages: replace ρ̄_s A_s by (ρ̄_s A_s - m) / (σ + 1e-8),
       m and σ their mean and standard deviation over the batch's real
       transitions (PPO's normalisation; `normalized_advantages`).
@@ -194,7 +216,8 @@ def impala_loss_from_log_probs(
   if returns is None:
     returns = vtrace(v_tm1, bootstrap_value, r_t, discount_t, log_rhos,
                      lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
-                     clip_pg_rho_threshold=clip_pg_rho_threshold)
+                     clip_pg_rho_threshold=clip_pg_rho_threshold,
+                     pg_advantage=pg_advantage)
   else:
     base.check_same_shape(fn, v_tm1=v_tm1, returns_vs=returns.vs,
                           returns_pg_advantages=returns.pg_advantages)
@@ -259,6 +282,7 @@ def impala_loss(
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
     ppo_clip: Optional[ppo.ClipRange] = None,
+    pg_advantage: str = 'vtrace',
 ) -> base.LossOutput:
   """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2).
 
@@ -271,8 +295,8 @@ def impala_loss(
       `categorical_log_prob(behaviour_logits, actions)` if it kept logits).
     v_tm1, bootstrap_value, r_t, discount_t: as in `vtrace`.
     baseline_cost, entropy_cost, lambda_, clip_rho_threshold,
-    clip_pg_rho_threshold, normalize_advantages, mask, ppo_clip: as in
-    `impala_loss_from_log_probs`.
+    clip_pg_rho_threshold, normalize_advantages, mask, ppo_clip,
+    pg_advantage: as in `impala_loss_from_log_probs`.
 
   Returns:
     `LossOutput(loss, extra)` as in `impala_loss_from_log_probs`.
@@ -286,4 +310,5 @@ def impala_loss(
       r_t, discount_t, baseline_cost=baseline_cost, entropy_cost=entropy_cost,
       lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
       clip_pg_rho_threshold=clip_pg_rho_threshold,
-      normalize_advantages=normalize_advantages, mask=mask, ppo_clip=ppo_clip)
+      normalize_advantages=normalize_advantages, mask=mask, ppo_clip=ppo_clip,
+      pg_advantage=pg_advantage)

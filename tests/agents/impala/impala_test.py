@@ -35,6 +35,8 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('hidden_sizes', (), 'hidden_sizes must be a non-empty'),
     ('activation', 'gelu', r"choose one of \('relu', 'tanh'\)"),
     ('weights_transport', 'ray', r"choose one of \('tcp', 'handle'\)"),
+    ('pg_advantage', 'td', r"pg_advantage='td'; choose one of "
+     r"\('vtrace', 'gae'\)"),
     ('learning_rate_anneal_steps', -1, 'learning_rate_anneal_steps must be'),
     ('anneal_ppo_clip', True, 'anneal_ppo_clip=True needs ppo_clip and '
      'learning_rate_anneal_steps set, got ppo_clip=None'),

@@ -10,6 +10,8 @@ import tensorflow as tf
 
 from repertory import experiment as experiment_lib
 from repertory.agents import impala
+from repertory.components import losses
+from repertory.components.actor_critic import config as ac_config
 from repertory.components.actor_critic import learning
 
 CATCH = experiment_lib.environment_spec('catch')
@@ -230,6 +232,37 @@ def test_targets_once_per_batch_keeps_the_first_targets_over_the_passes():
   for a, b in zip(one_once.network.trainable_variables,
                   one.network.trainable_variables):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize('form', ['gae', 'vtrace'])
+def test_pg_advantage_reaches_the_policy_loss(form):
+  # On-policy with λ = 0.8, one update without clip or entropy: the policy
+  # loss is -mean(A log π(a)) with A GAE(λ) written here from its definition
+  # (A_s = Σ_k (γλ)^k δ_{s+k}); the paper's form (the default) is not that.
+  lam = 0.8
+  config = impala.Config(discount=GAMMA, vtrace_lambda=lam, pg_advantage=form,
+                         entropy_cost=0.0, hidden_sizes=(8,), batch_size=B)
+  algorithm = learning.VTrace(config, CATCH, replay=None, table='queue')
+  data, values = _batch(algorithm.network, np.random.default_rng(9))
+  deltas = data['reward'][:, 1:].T + GAMMA * values[1:] - values[:T]
+  gae = np.zeros((T, B))
+  for s in range(T):
+    gae[s] = sum((GAMMA * lam) ** (k - s) * deltas[k] for k in range(s, T))
+  logits = np.swapaxes(data['extras']['logits'], 0, 1)[:T]
+  log_pi = tf.gather(tf.nn.log_softmax(logits), data['action'].T[:T],
+                     batch_dims=2).numpy()
+  expected = -np.mean(gae * log_pi)
+  metrics = algorithm._sgd_step(data, np.ones((B,), bool))  # pylint: disable=protected-access
+  got = float(metrics['losses/policy'])
+  if form == 'gae':
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+  else:
+    assert got != pytest.approx(expected, rel=1e-2, abs=1e-4)
+
+
+def test_config_offers_the_pg_advantages_of_the_loss():
+  # The config cannot import the loss (TensorFlow); its choices must agree.
+  assert ac_config.PG_ADVANTAGES == losses.PG_ADVANTAGES
 
 
 def test_passes_per_batch_must_be_positive():

@@ -79,6 +79,72 @@ def test_matches_sequential_reference(lambda_, clip_rho, clip_pg_rho):
                              atol=1e-5)
 
 
+def plain_gae(v_tm1, bootstrap_value, r_t, discount_t, lambda_):
+  """GAE(λ) of Schulman et al. 2016 as the paper's sum, one actor at a time:
+  A_s = sum_{k>=0} (prod_{j<k} γ_{s+j} λ) δ_{s+k},
+  δ_t = r_t + γ_t V(x_{t+1}) - V(x_t); a discount of 0 ends the sum."""
+  n_steps, n_actors = v_tm1.shape
+  advantages = np.zeros((n_steps, n_actors))
+  for b in range(n_actors):
+    values = list(v_tm1[:, b]) + [bootstrap_value[b]]
+    deltas = [r_t[t, b] + discount_t[t, b] * values[t + 1] - values[t]
+              for t in range(n_steps)]
+    for s in range(n_steps):
+      weight = 1.0
+      for t in range(s, n_steps):
+        advantages[s, b] += weight * deltas[t]
+        weight *= discount_t[t, b] * lambda_
+  return advantages
+
+
+@pytest.mark.parametrize('lambda_', [0.0, 0.8, 0.95])
+def test_gae_advantage_on_policy_is_gae(lambda_):
+  data = _random_unroll(seed=6)
+  data['log_rhos'] = np.zeros((T, B), np.float32)  # On-policy: ρ = 1.
+  got = losses.vtrace(**data, lambda_=lambda_, pg_advantage='gae')
+  expected = plain_gae(data['v_tm1'], data['bootstrap_value'], data['r_t'],
+                       data['discount_t'], lambda_)
+  np.testing.assert_allclose(got.pg_advantages.numpy(), expected, rtol=1e-5,
+                             atol=1e-5)
+  # The paper's form weighs the TD errors otherwise (γ^k λ^(k-1)).
+  paper = losses.vtrace(**data, lambda_=lambda_)
+  assert not np.allclose(paper.pg_advantages.numpy(), expected, atol=1e-3)
+  np.testing.assert_allclose(got.vs.numpy(), paper.vs.numpy())
+
+
+@pytest.mark.parametrize('lambda_,clip_pg_rho', [(0.9, 1.0), (0.7, None)])
+def test_gae_advantage_off_policy_matches_its_definition(lambda_,
+                                                         clip_pg_rho):
+  data = _random_unroll(seed=7)
+  got = losses.vtrace(**data, lambda_=lambda_, pg_advantage='gae',
+                      clip_pg_rho_threshold=clip_pg_rho)
+  vs, _ = reference_vtrace(**data, lambda_=lambda_, clip_pg_rho=clip_pg_rho)
+  # ρ̄_s (r_s + γ_s ((1 - λ) V(x_{s+1}) + λ v_{s+1}) - V(x_s)).
+  values = np.concatenate([data['v_tm1'], data['bootstrap_value'][None]])
+  targets = np.concatenate([vs, data['bootstrap_value'][None]])
+  ratio = np.exp(data['log_rhos'].astype(np.float64))
+  rho = ratio if clip_pg_rho is None else np.minimum(clip_pg_rho, ratio)
+  expected = rho * (data['r_t'] + data['discount_t'] * (
+      (1 - lambda_) * values[1:] + lambda_ * targets[1:]) - values[:-1])
+  np.testing.assert_allclose(got.pg_advantages.numpy(), expected, rtol=1e-5,
+                             atol=1e-5)
+
+
+def test_gae_advantage_with_lambda_one_is_the_papers():
+  data = _random_unroll(seed=8)
+  gae = losses.vtrace(**data, pg_advantage='gae')
+  paper = losses.vtrace(**data)
+  np.testing.assert_allclose(gae.pg_advantages.numpy(),
+                             paper.pg_advantages.numpy(), rtol=1e-6,
+                             atol=1e-6)
+
+
+def test_unknown_pg_advantage_names_the_choices():
+  with pytest.raises(ValueError, match=r"pg_advantage='gea'; choose one of "
+                     r"\('vtrace', 'gae'\)"):
+    losses.vtrace(**_random_unroll(seed=9), pg_advantage='gea')
+
+
 def test_inside_tf_function_matches_eager():
   data = _random_unroll(seed=2)
   eager = losses.vtrace(**data)
