@@ -36,6 +36,7 @@ INSTALL_REQUIRES = [
     'protobuf>=4.25,<5',  # the runtime of repertory/remote/*_pb2.py
     'pandas',  # Results tables of sweeps, RunResult.progress().
     'tqdm',  # The progress bar on a terminal (loggers.ProgressDisplay).
+    'threadpoolctl>=3.1',  # One BLAS thread in node processes.
 ]
 
 EXTRAS_REQUIRE = {

@@ -424,6 +424,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
   import reverb
   from repertory import environments
   from repertory import experiment as experiment_lib
+  from repertory import launch
   from repertory.agents.impala import config as config_lib
   from repertory.components import actors
   from repertory.components import adders
@@ -432,6 +433,7 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
   from repertory.components.actor_critic import tables
   # pylint: enable=g-import-not-at-top
   actors.limit_tf_threads()
+  launch.limit_blas_threads()  # As in the programs' node processes.
   config = config_lib.Config(train=False)
   spec = experiment_lib.environment_spec(env_spec)
   server = reverb.Server(tables.make_tables(config, spec,

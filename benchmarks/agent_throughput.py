@@ -99,7 +99,9 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   from repertory.components.actor_critic import config as actor_critic_config  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.components import actors  # pylint: disable=g-import-not-at-top
+  from repertory import launch  # pylint: disable=g-import-not-at-top
   actors.limit_tf_threads()
+  launch.limit_blas_threads()  # As in the programs' node processes.
   config = config_lib.Config()
   env = environments.make_batched(
       env_spec, num_envs, seed=seed,

@@ -22,6 +22,7 @@ it TensorFlow) is imported inside ReverbNode code, Ray inside the Ray backend.
 
 from repertory.launch import flags
 from repertory.launch.batching import batched_handler
+from repertory.launch.blas_threads import limit_blas_threads
 from repertory.launch.channel import ChannelAuthenticationError
 from repertory.launch.channel import ChannelClient
 from repertory.launch.channel import ChannelError

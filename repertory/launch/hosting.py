@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
+from repertory.launch import blas_threads
 from repertory.launch import context
 from repertory.launch import errors
 from repertory.launch import handles as handles_lib
@@ -65,6 +66,7 @@ class NodeHost:
     self._starting = threading.Lock()
 
   def start(self) -> None:
+    blas_threads.limit_blas_threads()  # Before any node multiplies matrices.
     # A node that fails at once stops the program from another thread while
     # later nodes are still being started; `join` waits until all are.
     with self._starting:
