@@ -18,15 +18,30 @@ started OpenBLAS, which then no longer looks at it.
 """
 
 import os
+import threading
+from typing import Optional
 
 from absl import logging
 
 USER_SETTINGS = ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')
 
+_lock = threading.Lock()
+_limited: Optional[bool] = None  # This process's result, once it is known.
+
 
 def limit_blas_threads() -> bool:
   """Limits NumPy's BLAS (and any other loaded) to one thread in this
-  process, unless one of `USER_SETTINGS` is set; returns whether it did."""
+  process, unless one of `USER_SETTINGS` is set; returns whether it did.
+  The first call decides; later ones (every node's thread calls it) wait
+  for it and return its answer."""
+  global _limited
+  with _lock:
+    if _limited is None:
+      _limited = _limit()
+    return _limited
+
+
+def _limit() -> bool:
   if any(os.environ.get(name) for name in USER_SETTINGS):
     return False
   # pylint: disable=g-import-not-at-top,unused-import

@@ -66,7 +66,6 @@ class NodeHost:
     self._starting = threading.Lock()
 
   def start(self) -> None:
-    blas_threads.limit_blas_threads()  # Before any node multiplies matrices.
     # A node that fails at once stops the program from another thread while
     # later nodes are still being started; `join` waits until all are.
     with self._starting:
@@ -79,6 +78,7 @@ class NodeHost:
 
   def _run_node(self, record: NodeRecord) -> None:
     context.set_thread_runtime(self._runtime)
+    blas_threads.limit_blas_threads()  # Once per process, before any node's.
     node = record.node
     ctx = nodes_lib.BuildContext(
         resolve=lambda nest: handles_lib.resolve(nest, self._runtime.client),
