@@ -38,6 +38,14 @@ class Config(actor_critic_config.ActorCriticConfig):
       direct TCP connection (`launch.ChannelClient`), or 'handle', a call
       through the server's node handle (a Ray actor call in local_mp and
       ray, slower: see BENCHMARKS.md).
+    env_groups: an actor's `envs_per_actor` environments in this many
+      groups, each group's step its own call to the server, sent as soon as
+      the group has stepped: the actor steps one group while the server
+      acts for another (`inference.ServerActor`; 2 is Sample Factory's
+      double buffering). The server then serves `env_groups` calls of
+      `envs_per_actor / env_groups` environments per actor (and with
+      `batched_items` writes items of that many). Needs
+      `inference_transport='tcp'`.
   """
   variable_update_period: int = 1
   max_batch_size: int = 0
@@ -45,6 +53,7 @@ class Config(actor_critic_config.ActorCriticConfig):
   inference_placement: str = 'learner'
   num_inference_servers: int = 1
   inference_transport: str = 'tcp'
+  env_groups: int = 1
 
   def __post_init__(self):
     super().__post_init__()
@@ -65,12 +74,28 @@ class Config(actor_critic_config.ActorCriticConfig):
     if self.num_inference_servers < 1:
       raise ValueError('Config.num_inference_servers must be >= 1, got '
                        f'{self.num_inference_servers!r}.')
+    if self.env_groups < 1:
+      raise ValueError(
+          f'Config.env_groups must be >= 1, got {self.env_groups!r}.')
+    if self.env_groups > 1 and self.inference_transport != 'tcp':
+      raise ValueError(
+          f'Config.env_groups={self.env_groups} needs '
+          f"inference_transport='tcp' (a call through the handle waits for "
+          f'its actions), got {self.inference_transport!r}.')
+
+  def envs_per_call(self, envs_per_actor: int) -> int:
+    """The environments of one server call (one group of an actor)."""
+    if envs_per_actor % self.env_groups:
+      raise ValueError(
+          f'Config.env_groups={self.env_groups} must divide '
+          f'envs_per_actor={envs_per_actor}.')
+    return envs_per_actor // self.env_groups
 
   def batch_size_for(self, num_actors: int, server: int = 0) -> int:
     """The max batch size of server `server` when `num_actors` actors share
     the `num_inference_servers` servers (actor i talks to server
-    i % num_inference_servers): `max_batch_size`, or else all of that
-    server's actors."""
+    i % num_inference_servers): `max_batch_size`, or else the calls of all
+    of that server's actors (`env_groups` each)."""
     if not 0 <= server < self.num_inference_servers:
       raise ValueError(
           f'batch_size_for: server={server!r}; the servers are 0 to '
@@ -78,4 +103,5 @@ class Config(actor_critic_config.ActorCriticConfig):
           f'{self.num_inference_servers}).')
     if self.max_batch_size:
       return self.max_batch_size
-    return max(1, len(range(server, num_actors, self.num_inference_servers)))
+    return max(1, self.env_groups * len(
+        range(server, num_actors, self.num_inference_servers)))

@@ -54,10 +54,12 @@ def make_program(config: config_lib.Config,
     core_state_spec = networks_lib.state_spec(config)
   program = launch.Program('seed')
   remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
+  envs_per_call = config.envs_per_call(experiment.envs_per_actor)
   if remote:  # A remote slot is one environment: one unroll per item.
     config = dataclasses.replace(config, batched_items=False)
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
-    replay = program.add_node(nodes.queue_node(config, spec, experiment))
+    replay = program.add_node(nodes.queue_node(config, spec, experiment,
+                                               envs_per_item=envs_per_call))
   counter = experiment_lib.add_counter(program, experiment.logdir)
 
   learner_node = nodes.learner_node(config, spec, replay, counter, experiment)
@@ -73,7 +75,7 @@ def make_program(config: config_lib.Config,
           replay=replay,
           table=TABLE,
           unroll_length=config.unroll_length,
-          envs_per_actor=experiment.envs_per_actor,
+          envs_per_actor=envs_per_call,  # An actor's group is the server's actor.
           max_batch_size=config.batch_size_for(experiment.num_actors, s),
           batch_timeout_ms=config.batch_timeout_ms,
           variable_update_period=config.variable_update_period,
@@ -118,5 +120,6 @@ def make_program(config: config_lib.Config,
           experiment.actor_seed(i), servers[i % num_servers],
           batched_env_kind=config.batched_env_kind,
           report_every=config.unroll_length, counter=counter,
-          monitor=monitor, transport=config.inference_transport))
+          monitor=monitor, transport=config.inference_transport,
+          env_groups=config.env_groups))
   return program

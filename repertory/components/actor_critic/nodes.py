@@ -6,20 +6,24 @@ are `launch.lazy` references, imported in their own processes).
 
 import functools
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from repertory import launch
 from repertory.components import replay as replay_lib
 from repertory.components.actor_critic import tables
 
 
-def queue_node(config: Any, spec: Any, experiment: Any) -> launch.ReverbNode:
+def queue_node(config: Any, spec: Any, experiment: Any,
+               envs_per_item: Optional[int] = None) -> launch.ReverbNode:
   """The unroll queue (`tables.make_tables`), checkpointed under
   `<logdir>/replay` every `experiment.checkpoint.replay_every_minutes` (None:
-  never), so that a resumed run gets its unrolls back."""
+  never), so that a resumed run gets its unrolls back. With
+  `config.batched_items` an item holds `envs_per_item` unrolls (default:
+  `experiment.envs_per_actor`, an actor's)."""
   return launch.ReverbNode(
       functools.partial(tables.make_tables, config, spec,
-                        envs_per_actor=experiment.envs_per_actor),
+                        envs_per_actor=envs_per_item or
+                        experiment.envs_per_actor),
       **replay_lib.node_checkpointing(
           os.path.join(experiment.logdir, 'replay'),
           experiment.checkpoint.replay_every_minutes))

@@ -41,8 +41,8 @@ class ServerPolicy:
     self._server = server
     self._transport = transport
     self._channel = None
-    self._inference = None
-    self._timestep = None
+    self._timestep = None  # Observed, for `step`.
+    self._sent = None  # Sent through the handle, for `receive`.
 
   def initial_state(self, batch_size: int) -> Tuple[()]:
     del batch_size
@@ -55,17 +55,31 @@ class ServerPolicy:
   def step(self, observation: Any, state: Any, first: Any
            ) -> Tuple[Any, Dict[str, Any], Any]:
     del observation, first  # The observed timestep carries them.
-    if self._inference is None:
-      if self._transport == 'handle':
-        self._inference = self._server.inference
-      else:
-        self._channel = launch.ChannelClient(self._server.channel_address())
-        self._inference = self._channel.call
-    timestep = self._timestep
-    action = self._inference(
-        self._actor_id, self._run_id, timestep.step_type, timestep.reward,
-        timestep.discount, timestep.observation)
-    return action, {}, state
+    self.send(self._timestep)
+    return self.receive(), {}, state
+
+  def send(self, timestep: Any) -> None:
+    """Asks for the actions of the batched `timestep` without waiting for
+    them; `receive()` returns them. One request at a time. Over 'tcp' the
+    request leaves now, so the caller can work while the server acts;
+    through the handle the call is made by `receive`."""
+    if self._transport == 'handle':
+      self._sent = timestep
+      return
+    if self._channel is None:
+      self._channel = launch.ChannelClient(self._server.channel_address())
+    self._channel.send(*self._request(timestep))
+
+  def receive(self) -> Any:
+    """The actions of the timestep last sent (waiting for them)."""
+    if self._transport == 'handle':
+      timestep, self._sent = self._sent, None
+      return self._server.inference(*self._request(timestep))
+    return self._channel.receive()
+
+  def _request(self, timestep: Any) -> Tuple[Any, ...]:
+    return (self._actor_id, self._run_id, timestep.step_type,
+            timestep.reward, timestep.discount, timestep.observation)
 
   def set_weights(self, weights: Any) -> None:
     del weights  # The server holds them.

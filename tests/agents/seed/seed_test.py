@@ -30,6 +30,7 @@ TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
     ('max_batch_size', -1, 'max_batch_size must be >= 0'),
     ('inference_transport', 'grpc', "choose one of \\('tcp', 'handle'\\)"),
     ('unroll_length', 0, 'unroll_length must be a positive int'),
+    ('env_groups', 0, 'env_groups must be >= 1, got 0'),
 ])
 def test_config_rejects_bad_values(field, value, message):
   with pytest.raises(ValueError, match=message):
@@ -45,6 +46,31 @@ def test_batch_size_defaults_to_the_actors_of_a_server():
   assert seed.Config(max_batch_size=4).batch_size_for(5, 0) == 4
   with pytest.raises(ValueError, match='server=2; the servers are 0 to 1'):
     two.batch_size_for(5, 2)
+  # Each group of an actor is a call of its own.
+  assert seed.Config(env_groups=2).batch_size_for(5) == 10
+  assert seed.Config(env_groups=2, max_batch_size=4).batch_size_for(5) == 4
+
+
+def test_env_groups_need_tcp_and_must_divide_the_environments(tmp_path):
+  with pytest.raises(ValueError, match="env_groups=2 needs inference_transport="
+                     "'tcp'.*got 'handle'"):
+    seed.Config(env_groups=2, inference_transport='handle')
+  with pytest.raises(ValueError,
+                     match='env_groups=3 must divide envs_per_actor=2'):
+    seed.make_program(seed.Config(env_groups=3, **TINY),
+                      _experiment(tmp_path))
+  assert not os.listdir(tmp_path)  # Refused before anything was written.
+
+
+def test_env_groups_are_the_servers_actors(tmp_path):
+  program = seed.make_program(
+      seed.Config(env_groups=2, inference_placement='separate', **TINY),
+      _experiment(tmp_path, num_actors=3, envs_per_actor=4))
+  (server,) = program.groups['inference']
+  kwargs = server.arguments()[1]
+  assert (kwargs['envs_per_actor'], kwargs['max_batch_size']) == (2, 6)
+  actor_kwargs = program.groups['actor'][0].arguments()[1]
+  assert actor_kwargs['env_groups'] == 2
 
 
 @pytest.mark.parametrize('devices, kind', [
@@ -153,12 +179,14 @@ def test_program_shape_by_placement(tmp_path):
           for node in separate.groups['inference']] == [3, 2]
 
 
-@pytest.mark.parametrize('use_lstm, transport, batched_items', [
-    (False, 'tcp', False), (True, 'handle', False), (True, 'tcp', True)])
+@pytest.mark.parametrize('use_lstm, transport, batched_items, env_groups', [
+    (False, 'tcp', False, 1), (True, 'handle', False, 1),
+    (True, 'tcp', True, 1), (True, 'tcp', True, 2)])
 def test_program_in_test_mt_learner_by_hand(tmp_path, use_lstm, transport,
-                                            batched_items):
+                                            batched_items, env_groups):
   config = seed.Config(use_lstm=use_lstm, inference_transport=transport,
-                       batched_items=batched_items, **TINY)
+                       batched_items=batched_items, env_groups=env_groups,
+                       **TINY)
   program = seed.make_program(config, _experiment(tmp_path))
   learner_node = program.groups['learner'][0].nodes[0]
   learner_node.disable_run()
