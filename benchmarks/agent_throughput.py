@@ -61,6 +61,11 @@ _CONFIG = flags.DEFINE_multi_string(
     '(e.g. --config=variable_update_period=100), as `--config.<field>` does '
     'for `python -m repertory.run`.')
 
+_RESOURCES = flags.DEFINE_string(
+    'resources', None, "The programs' local_resources, as --lp_resources "
+    'takes them (e.g. "actor=cpus:1 learner=cpus:0": the actors\' and the '
+    "learner's processes pinned to cores 1 and 0).")
+
 
 def _config_settings(settings: List[str]) -> Dict[str, str]:
   """{field: text} from --config=field=value settings."""
@@ -191,7 +196,9 @@ def measure_program(agent: str, env_spec: str, num_actors: int,
   program = module.make_program(config, experiment)
   launched = launch.launch(program, launch_type='local_mp', block=False,
                            logdir=os.path.join(logdir, 'nodes'),
-                           termination_notice_secs=5)
+                           termination_notice_secs=5,
+                           local_resources=launch.parse_resources(
+                               _RESOURCES.value) if _RESOURCES.value else None)
   try:
     counter = program.groups['counter'][0].create_handle().dereference()
     deadline = time.monotonic() + 600

@@ -291,6 +291,10 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   config = agent_config_from_flags(agent, config_overrides)
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
+  if flags.FLAGS.lp_resources:  # Refused here, before the run directory.
+    launch.check_resources(program,
+                           launch.parse_resources(flags.FLAGS.lp_resources),
+                           experiment.launch_type)
   if _SHARE_PROCESSES.value and experiment.launch_type in ('local_mp',
                                                            'test_mp'):
     share_processes(program, restart_learner=_RESTART_LEARNER.value)

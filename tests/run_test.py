@@ -42,6 +42,12 @@ def test_split_config_overrides():
      "inference_placement='gpu'"),
     (['--config.max_queue_size=4'],  # The default batch_size is 8.
      'Config.batch_size=8 exceeds max_queue_size=4'),
+    (['--agent=seed', '--envs_per_actor=3', '--config.env_groups=2'],
+     'Config.env_groups=2 must divide envs_per_actor=3'),
+    (['--lp_launch_type=local_mp', f'--lp_resources=actor=cpus:{10**6}'],
+     "local_resources['actor']['cpus'] must be a list of CPU core ids from"),
+    (['--lp_launch_type=local_mp', '--lp_resources=nope=cpu:1'],
+     "local_resources names group 'nope', which is not in program"),
 ])
 def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
                                                              message):

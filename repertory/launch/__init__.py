@@ -63,6 +63,7 @@ from repertory.launch.lazy import LazyRef
 from repertory.launch.launcher import LAUNCH_TYPES
 from repertory.launch.launcher import launch
 from repertory.launch.launcher import LaunchedProgram
+from repertory.launch.launcher import check_resources
 from repertory.launch.launcher import parse_resources
 from repertory.launch.launcher import Terminated
 from repertory.launch.nodes import CourierNode

@@ -5,7 +5,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from absl import flags
 from absl import logging
@@ -16,7 +16,8 @@ from repertory.launch import program as program_lib
 
 LAUNCH_TYPES = ('test_mt', 'local_mt', 'local_mp', 'test_mp', 'ray')
 TERMINALS = ('output_to_files', 'current_terminal')
-_RESOURCE_KEYS = ('num_cpus', 'num_gpus', 'memory', 'resources', 'env')
+_RESOURCE_KEYS = ('num_cpus', 'num_gpus', 'memory', 'resources', 'env',
+                  'cpus')
 DEFAULT_TERMINATION_NOTICE_SECS = 10.0
 
 _LAUNCH_TYPE = flags.DEFINE_enum(
@@ -33,7 +34,8 @@ _RAY_ADDRESS = flags.DEFINE_string(
 _RESOURCES = flags.DEFINE_string(
     'lp_resources', None,
     'Resources per group label for local_mp/ray, e.g. '
-    '"learner=cpu:1,gpu:1 actor=cpu:1,my_res:1".')
+    '"learner=cpu:1,gpu:1 actor=cpu:1,my_res:1"; cpus:2 or cpus:2-3 pins '
+    "the group's processes to those CPU cores.")
 _NOTICE = flags.DEFINE_float(
     'lp_termination_notice_secs', DEFAULT_TERMINATION_NOTICE_SECS,
     'Seconds nodes get to finish (e.g. write a final checkpoint) after the '
@@ -44,7 +46,9 @@ def parse_resources(spec: str) -> Dict[str, Dict[str, Any]]:
   """Parses "learner=cpu:1,gpu:1 actor=cpu:1,my_res:1" into local_resources.
 
   `cpu`, `gpu` and `memory` (bytes) map to Ray's num_cpus, num_gpus and
-  memory; any other name is a custom Ray resource.
+  memory; `cpus:2` or `cpus:2-3` pins the group's processes to those CPU
+  cores (`cpus`: a list of core ids); any other name is a custom Ray
+  resource.
   """
   result: Dict[str, Dict[str, Any]] = {}
   for group in spec.split():
@@ -56,6 +60,9 @@ def parse_resources(spec: str) -> Dict[str, Dict[str, Any]]:
     entry: Dict[str, Any] = {}
     for item in items.split(','):
       name, sep, amount = item.partition(':')
+      if name == 'cpus':
+        entry['cpus'] = _parse_cpus(amount, item, label, spec)
+        continue
       try:
         value = float(amount)
       except ValueError:
@@ -75,8 +82,31 @@ def parse_resources(spec: str) -> Dict[str, Dict[str, Any]]:
   return result
 
 
+def _parse_cpus(amount: str, item: str, label: str, spec: str) -> List[int]:
+  first, dash, last = amount.partition('-')
+  if not (first.isdigit() and (not dash or last.isdigit())) or (
+      dash and int(last) < int(first)):
+    raise ValueError(f'Bad resource {item!r} for group {label!r} in {spec!r}: '
+                     'expected cpus:<core> or cpus:<first>-<last>, e.g. '
+                     'cpus:1 or cpus:2-3.')
+  return list(range(int(first), int(last if dash else first) + 1))
+
+
+def _check_cpus(label: str, cpus: Any, this_machine: bool) -> None:
+  """A list of core ids; of this machine's unless the processes may run on
+  a cluster's other machines (a core one lacks fails its process)."""
+  available = sorted(os.sched_getaffinity(0)) if this_machine else None
+  if (not isinstance(cpus, (list, tuple)) or not cpus or not all(
+      isinstance(c, int) and c >= 0 and (available is None or c in available)
+      for c in cpus)):
+    choices = f'from {available}' if this_machine else '(ints >= 0)'
+    raise ValueError(f"local_resources[{label!r}]['cpus'] must be a list of "
+                     f'CPU core ids {choices}, got {cpus!r}.')
+
+
 def _check_resources(program: program_lib.Program,
-                     local_resources: Optional[Mapping[str, Any]]
+                     local_resources: Optional[Mapping[str, Any]],
+                     this_machine: bool = True
                      ) -> Dict[str, Dict[str, Any]]:
   if not local_resources:
     return {}
@@ -96,7 +126,19 @@ def _check_resources(program: program_lib.Program,
       if key not in _RESOURCE_KEYS:
         raise ValueError(f'local_resources[{label!r}] has unknown key {key!r}; '
                          f'valid keys are {_RESOURCE_KEYS}.')
+    if 'cpus' in entry:
+      _check_cpus(label, entry['cpus'], this_machine)
   return {k: dict(v) for k, v in local_resources.items()}
+
+
+def check_resources(program: program_lib.Program,
+                    local_resources: Optional[Mapping[str, Any]],
+                    launch_type: str) -> None:
+  """Raises `ValueError` (one line) if `launch(program, launch_type,
+  local_resources=...)` would refuse them: a group the program lacks, an
+  unknown key, cores this machine lacks (for a local launch type)."""
+  _check_resources(program, local_resources,
+                   this_machine=launch_type != 'ray')
 
 
 class LaunchedProgram:
@@ -273,8 +315,9 @@ def launch(program: program_lib.Program,
       otherwise those flags only fill arguments left None when they were
       given on the command line.
     local_resources: per group label, a dict with keys num_cpus, num_gpus,
-      memory, resources (custom Ray resources) and env (environment variables
-      set in the node's process before it is built), or a
+      memory, resources (custom Ray resources), env (environment variables
+      set in the node's process before it is built) and cpus (CPU core ids
+      the group's processes are pinned to), or a
       `launch.PythonProcess(env=...)`. Used by local_mp, test_mp and ray.
     terminal: 'output_to_files' (default: each node's stdout/stderr go to
       `<logdir>/<node>.log`) or 'current_terminal' (Ray forwards them here).
@@ -347,7 +390,8 @@ def launch(program: program_lib.Program,
   if termination_notice_secs < 0:
     raise ValueError('termination_notice_secs must be >= 0, got '
                      f'{termination_notice_secs}.')
-  resources = _check_resources(program, local_resources)
+  resources = _check_resources(program, local_resources,
+                               this_machine=launch_type != 'ray')
   restarts = _check_max_restarts(program, max_restarts)
   if block is None:
     block = launch_type not in ('test_mt', 'test_mp')

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 import cloudpickle
@@ -251,6 +251,16 @@ def _redirect_output(path: str) -> None:
   os.close(fd)
 
 
+def pin_process(cpus: Sequence[int]) -> None:
+  """Pins every thread of this process to the CPU cores `cpus` (threads
+  started later inherit it); a core this machine lacks raises."""
+  for tid in os.listdir('/proc/self/task'):
+    try:
+      os.sched_setaffinity(int(tid), set(cpus))
+    except ProcessLookupError:
+      pass  # The thread ended meanwhile.
+
+
 class NodeActor:
   """The Ray actor hosting one unit (wrapped with ray.remote at launch)."""
 
@@ -259,6 +269,8 @@ class NodeActor:
     if spec['log_path']:
       _redirect_output(spec['log_path'])
     os.environ.update(spec['env'])
+    if spec.get('cpus'):
+      pin_process(spec['cpus'])
     std_logging.getLogger().setLevel(std_logging.INFO)
     logging.set_verbosity(logging.INFO)
     self._spec = spec
@@ -487,6 +499,7 @@ class RayLauncher:
                        if self._terminal == 'output_to_files' else None),
           'env': {k: str(v) for k, v in
                   self._resources.get(unit.label, {}).get('env', {}).items()},
+          'cpus': list(self._resources.get(unit.label, {}).get('cpus', ())),
           'connect_timeout': self._connect_timeout,
           'authkey': self._runtime.authkey,
           'thread_restarts': {

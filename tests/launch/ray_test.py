@@ -84,6 +84,7 @@ class Where:
     return {'pid': os.getpid(),
             'ray_node_id': ray.get_runtime_context().get_node_id(),
             'env_var': os.environ.get('REPERTORY_TEST_VAR'),
+            'cpus': sorted(os.sched_getaffinity(0)),
             'env_object': type(self._env).__name__,
             'launch_type': launch.get_launch_type()}
 
@@ -185,7 +186,7 @@ def test_handles_colocations_resources_and_deferred(connected, tmp_path):
         Where, env=launch.Deferred(Unpicklable)))
   launched = launch.launch(
       program, launch_type='ray', logdir=str(tmp_path / 'logs'), block=False,
-      local_resources={'env': {'num_cpus': 1,
+      local_resources={'env': {'num_cpus': 1, 'cpus': [0],
                                'env': {'REPERTORY_TEST_VAR': 'set'}}})
   try:
     infos = [h.dereference().info() for h in pair + procs + [env]]
@@ -193,6 +194,9 @@ def test_handles_colocations_resources_and_deferred(connected, tmp_path):
     assert infos[2]['pid'] != infos[3]['pid']
     assert infos[2]['ray_node_id'] == infos[3]['ray_node_id']
     assert [i['env_var'] for i in infos] == [None] * 4 + ['set']
+    # Pinned to core 0 (by the node's thread too); the others are not.
+    assert [i['cpus'] for i in infos] == (
+        [sorted(os.sched_getaffinity(0))] * 4 + [[0]])
     assert infos[4]['env_object'] == 'Unpicklable'
     assert {i['launch_type'] for i in infos} == {'ray'}
     client = env.dereference()

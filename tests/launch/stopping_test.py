@@ -100,7 +100,7 @@ def test_bad_launch_arguments_name_the_valid_choices():
                   local_resources={'learner': {'num_cpus': 1}})
   with pytest.raises(ValueError, match='valid keys'):
     launch.launch(program, launch_type='test_mt',
-                  local_resources={'actor': {'cpus': 1}})
+                  local_resources={'actor': {'cores': 1}})
   with pytest.raises(ValueError, match='valid terminals'):
     launch.launch(program, launch_type='test_mt', terminal='tmux')
   with pytest.raises(ValueError, match='Program name'):
@@ -115,6 +115,22 @@ def test_parse_resources():
   for bad in ['learner', 'learner=cpu', 'learner=cpu:x', '=cpu:1']:
     with pytest.raises(ValueError, match='Bad resource'):
       launch.parse_resources(bad)
+  assert launch.parse_resources('actor=cpus:1 learner=cpu:1,cpus:2-4') == {
+      'actor': {'cpus': [1]}, 'learner': {'num_cpus': 1.0, 'cpus': [2, 3, 4]}}
+  for bad in ['actor=cpus:x', 'actor=cpus:3-1', 'actor=cpus:-1', 'actor=cpus:']:
+    with pytest.raises(ValueError, match='expected cpus:<core> or '
+                       'cpus:<first>-<last>'):
+      launch.parse_resources(bad)
+
+
+@pytest.mark.parametrize('cpus', [[10**6], [], [-1], '0', [0.5]])
+def test_pinning_to_cores_this_machine_lacks_is_refused(cpus):
+  program = launch.Program('p')
+  program.add_node(launch.PyNode(print), label='actor')
+  with pytest.raises(ValueError, match=r"local_resources\['actor'\]\['cpus'\] "
+                     'must be a list of CPU core ids from'):
+    launch.launch(program, launch_type='local_mp',
+                  local_resources={'actor': {'cpus': cpus}})
 
 
 def test_unpicklable_arguments_are_fine_in_threads():
