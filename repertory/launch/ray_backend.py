@@ -113,6 +113,22 @@ def _get_with_log(ref, what: str):
       logging.warning('Still waiting for %s.', what)
 
 
+def start_error(ref, label: str, unit_id: str,
+                logfile: Optional[str]) -> Optional[errors.NodeError]:
+  """The error of a finished `NodeActor.start` call `ref` that raised (its
+  nodes never started), or None. A process that died is not one: its
+  watch reports that, and the unit may be restarted."""
+  try:
+    ray.get(ref, timeout=0)
+  except ray.exceptions.RayTaskError as e:
+    return errors.NodeError(
+        label, unit_id, f'Unit {unit_id} could not start its nodes:\n{e}',
+        logfile)
+  except Exception:  # pylint: disable=broad-except
+    return None
+  return None
+
+
 class RayCourierClient(handles_lib.CourierClient):
   """Calls a CourierNode hosted in a Ray actor."""
 
@@ -623,9 +639,14 @@ class RayLauncher:
           pending[self.actors[unit_id].watch.remote(_WATCH_SECS)] = unit_id
         if len(done_units) == len(self.actors):
           self.request_stop('every node finished')
-        for unit_id, ref in self._start_refs.items():
+        for unit_id, ref in list(self._start_refs.items()):
           if unit_id not in started and ray.wait([ref], timeout=0)[0]:
             started.add(unit_id)
+            labels = {u.unit_id: u.label for u in self.program.units}
+            error = start_error(ref, labels[unit_id], unit_id,
+                                self._logfile(unit_id))
+            if error is not None:
+              self._fail(error)
         if (len(started) < len(self.actors) and
             time.monotonic() - last_placement_log > 30):
           last_placement_log = time.monotonic()

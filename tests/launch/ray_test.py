@@ -19,6 +19,7 @@ import ray
 from repertory import launch
 from repertory import testing
 from repertory.launch import local_ray
+from repertory.launch import ray_backend
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -208,6 +209,34 @@ def test_handles_colocations_resources_and_deferred(connected, tmp_path):
     launched.stop(timeout=60)
   assert sorted(os.listdir(tmp_path / 'logs')) == [
       'env_0.log', 'procs_0.0.log', 'procs_0.1.log', 'threads_0.log']
+
+
+class StartsOrNot:
+  """Stands for a `NodeActor` whose `start` raises, returns, or kills its
+  process."""
+
+  def start(self, how):
+    if how == 'raise':
+      raise RuntimeError('cannot start a thread')
+    if how == 'die':
+      os._exit(3)  # pylint: disable=protected-access
+    return {'pid': os.getpid()}
+
+
+def test_a_start_that_raised_is_the_units_error(connected):
+  del connected
+  refs = {how: ray.remote(StartsOrNot).remote().start.remote(how)
+          for how in ('raise', 'return', 'die')}
+  ray.wait(list(refs.values()), num_returns=3, timeout=120)
+  error = ray_backend.start_error(refs['raise'], 'actor', 'actor_0',
+                                  '/logs/actor_0.log')
+  assert isinstance(error, launch.NodeError)
+  assert (error.label, error.node_id) == ('actor', 'actor_0')
+  assert 'could not start its nodes' in str(error)
+  assert 'cannot start a thread' in str(error)
+  # A start that returned is no error; a process that died is the watch's.
+  assert ray_backend.start_error(refs['return'], 'actor', 'a', None) is None
+  assert ray_backend.start_error(refs['die'], 'actor', 'a', None) is None
 
 
 def test_a_process_that_dies_is_reported_not_waited_for(connected, tmp_path):

@@ -15,8 +15,8 @@ arXiv:2006.11751, is G = 2):
 
 The server sees each group as an actor of its own: group g of actor i is
 actor `i * G + g`, with the group's environments (`envs_per_actor / G` for
-the server). An actor's environment j is still the j-th of the whole batch
-for its seed, its episodes and its reports.
+the server). The groups' environments count as one batch, in order, for
+the actor's episodes and reports (SEED's actor seeds them as one batch).
 
 This module must not import TensorFlow: SEED's actor processes run it.
 """
