@@ -106,8 +106,7 @@ def _check_cpus(label: str, cpus: Any, this_machine: bool) -> None:
 
 def _check_resources(program: program_lib.Program,
                      local_resources: Optional[Mapping[str, Any]],
-                     this_machine: bool = True
-                     ) -> Dict[str, Dict[str, Any]]:
+                     launch_type: str) -> Dict[str, Dict[str, Any]]:
   if not local_resources:
     return {}
   groups = sorted(program.groups)
@@ -127,7 +126,7 @@ def _check_resources(program: program_lib.Program,
         raise ValueError(f'local_resources[{label!r}] has unknown key {key!r}; '
                          f'valid keys are {_RESOURCE_KEYS}.')
     if 'cpus' in entry:
-      _check_cpus(label, entry['cpus'], this_machine)
+      _check_cpus(label, entry['cpus'], this_machine=launch_type != 'ray')
   return {k: dict(v) for k, v in local_resources.items()}
 
 
@@ -137,8 +136,7 @@ def check_resources(program: program_lib.Program,
   """Raises `ValueError` (one line) if `launch(program, launch_type,
   local_resources=...)` would refuse them: a group the program lacks, an
   unknown key, cores this machine lacks (for a local launch type)."""
-  _check_resources(program, local_resources,
-                   this_machine=launch_type != 'ray')
+  _check_resources(program, local_resources, launch_type)
 
 
 class LaunchedProgram:
@@ -390,8 +388,7 @@ def launch(program: program_lib.Program,
   if termination_notice_secs < 0:
     raise ValueError('termination_notice_secs must be >= 0, got '
                      f'{termination_notice_secs}.')
-  resources = _check_resources(program, local_resources,
-                               this_machine=launch_type != 'ray')
+  resources = _check_resources(program, local_resources, launch_type)
   restarts = _check_max_restarts(program, max_restarts)
   if block is None:
     block = launch_type not in ('test_mt', 'test_mp')

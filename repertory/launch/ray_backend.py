@@ -597,6 +597,7 @@ class RayLauncher:
     # waits for it (a watch sent earlier may reach the old process).
     awaiting: Dict[str, Optional[int]] = {}  # unit id -> the old pid
     done_units = self._done_units
+    labels = {u.unit_id: u.label for u in self.program.units}
     last_placement_log = time.monotonic()
     try:
       while not self._stop.is_set():
@@ -642,7 +643,6 @@ class RayLauncher:
         for unit_id, ref in list(self._start_refs.items()):
           if unit_id not in started and ray.wait([ref], timeout=0)[0]:
             started.add(unit_id)
-            labels = {u.unit_id: u.label for u in self.program.units}
             error = start_error(ref, labels[unit_id], unit_id,
                                 self._logfile(unit_id))
             if error is not None:
@@ -651,7 +651,6 @@ class RayLauncher:
             time.monotonic() - last_placement_log > 30):
           last_placement_log = time.monotonic()
           waiting = [u for u in self.actors if u not in started]
-          labels = {u.unit_id: u.label for u in self.program.units}
           logging.warning(
               'Still waiting for Ray to start units %s (resources asked: %s).',
               waiting, {u: self._resources.get(labels[u], {}) for u in waiting})

@@ -1,6 +1,7 @@
-"""The actor's side of central inference: `ServerPolicy`, a `core.Policy`
-whose step asks an `InferenceServer`, so that an environment-only actor is a
-plain `BatchedActor` (SEED's).
+"""The actor's side of central inference: `ServerPolicy`, one connection's
+calls to an `InferenceServer` (`send` a batched timestep, `receive` its
+actions; `inference.ServerActor` overlaps several), and a `core.Policy`
+whose step makes one such call, for a plain `BatchedActor`.
 
 Imports neither TensorFlow nor Reverb.
 """

@@ -11,10 +11,12 @@ import time
 import numpy as np
 import pytest
 
+from repertory import environments
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import testing
 from repertory.agents import seed
+from repertory.agents.seed import acting
 from repertory.agents.seed import networks as seed_networks
 from repertory.components import networks as components_networks
 from repertory.components.actor_critic import networks
@@ -59,7 +61,19 @@ def test_env_groups_need_tcp_and_must_divide_the_environments(tmp_path):
                      match='env_groups=3 must divide envs_per_actor=2'):
     seed.make_program(seed.Config(env_groups=3, **TINY),
                       _experiment(tmp_path))
-  assert not os.listdir(tmp_path)  # Refused before anything was written.
+
+
+def test_seed_actor_seeds_its_groups_as_one_batch():
+  whole = environments.make_batched('catch', 6, seed=11).reset()
+  actor = acting.SeedActor(0, 'catch', 6, 11, server=None, env_groups=2)
+  try:
+    groups = actor._environment.groups  # pylint: disable=protected-access
+    assert [g.num_envs for g in groups] == [3, 3]
+    np.testing.assert_array_equal(
+        np.concatenate([g.reset().observation for g in groups]),
+        whole.observation)
+  finally:
+    actor.close()
 
 
 def test_env_groups_are_the_servers_actors(tmp_path):

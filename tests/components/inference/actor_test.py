@@ -1,8 +1,8 @@
 """Tests of `inference.ServerActor` with a real server (in this process,
 over its TCP channel) and a real Reverb queue: every group's call is in
 flight before any reply is read, the server knows group g of actor i as
-actor i * G + g with the group's environments, the environments keep the
-whole batch's seeds, and the steps and episodes are reported whole."""
+actor i * G + g with the group's environments, and the steps and episodes
+are reported whole (SEED's actor seeds its groups: tests/agents/seed)."""
 
 import time
 
@@ -114,20 +114,6 @@ def test_groups_are_the_servers_actors_with_their_environments(replay):
   ids = sorted(int(item['actor_id']) for item in items)
   assert ids == [6, 6, 6, 6, 7, 7, 7, 7]  # 3 * 2 + g, 2 envs, 2 unrolls.
   server.close()
-
-
-def test_environments_keep_the_whole_batchs_seeds():
-  whole = environments.make_batched('catch', 6, seed=11).reset()
-  server = make_server(envs_per_actor=3)
-  environments_ = groups([3, 3], seed=11)
-  actor = inference.ServerActor(environments_, actor_id=0, server=server)
-  try:
-    np.testing.assert_array_equal(
-        np.concatenate([e.reset().observation for e in environments_]),
-        whole.observation)
-  finally:
-    actor.close()
-    server.close()
 
 
 def test_groups_must_be_of_one_size():
