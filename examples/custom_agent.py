@@ -13,7 +13,6 @@ import functools
 import os
 from typing import Any, Optional, Tuple
 
-import sonnet as snt
 import tensorflow as tf
 
 from repertory import environments
@@ -75,7 +74,7 @@ class A2C(learners.Algorithm):
     with networks.seeded(seed):
       self._network = networks.mlp_policy_value_network(spec,
                                                         config.hidden_sizes)
-    self._optimizer = snt.optimizers.Adam(config.learning_rate)
+    self._optimizer = learners.Adam(config.learning_rate)  # Sonnet's, fused
     dataset = replay_lib.make_dataset(  # Few in flight: they add policy lag.
         replay, TABLE, config.batch_size, prefetch_size=1,
         max_in_flight_samples_per_worker=config.batch_size)

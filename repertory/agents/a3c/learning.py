@@ -32,7 +32,7 @@ def make_optimizer(config: config_lib.Config) -> snt.Optimizer:
     return snt.optimizers.RMSProp(config.learning_rate,
                                   decay=config.rmsprop_decay,
                                   epsilon=config.epsilon)
-  return snt.optimizers.Adam(config.learning_rate, epsilon=config.epsilon)
+  return learners.Adam(config.learning_rate, epsilon=config.epsilon)
 
 
 class A3C(learners.Algorithm):

@@ -8,7 +8,6 @@ search and `repertory.play` play in numpy (`league.MLPPolicy`).
 
 from typing import Any, Optional
 
-import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.alphazero import config as config_lib
@@ -40,7 +39,7 @@ class AlphaZero(learners.Algorithm):
     self._config = config
     with networks.seeded(seed):
       self._network = make_network(spec, config)
-    self._optimizer = snt.optimizers.Adam(config.learning_rate)
+    self._optimizer = learners.Adam(config.learning_rate)
     learners.create_optimizer_state(self._optimizer,
                                     self._network.trainable_variables)
     dataset = replay_lib.make_dataset(replay, config_lib.TABLE,

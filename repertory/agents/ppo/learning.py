@@ -19,7 +19,6 @@ from typing import Any, Dict, Optional
 
 import dm_env
 import numpy as np
-import sonnet as snt
 import tensorflow as tf
 
 from repertory import launch
@@ -51,7 +50,7 @@ class PPO(learners.Algorithm):
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
     self._clip_epsilon = tf.Variable(config.clip_epsilon, dtype=tf.float32,
                                      trainable=False)
-    self.optimizer = snt.optimizers.Adam(self._learning_rate,
+    self.optimizer = learners.Adam(self._learning_rate,
                                          epsilon=config.adam_epsilon)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)

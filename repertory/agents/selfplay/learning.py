@@ -20,7 +20,6 @@ import time
 from typing import Any, Optional
 
 import numpy as np
-import sonnet as snt
 import tensorflow as tf
 
 from repertory import core
@@ -53,7 +52,7 @@ class SelfPlayLearner(core.Learner):
     self._network = networks_lib.network_for(spec, config)
     self._initial = self._weights()  # What an exploiter resets to.
     self._learning_rate = tf.Variable(config.learning_rate, trainable=False)
-    self._optimizer = snt.optimizers.Adam(self._learning_rate)
+    self._optimizer = learners.Adam(self._learning_rate)
     learners.create_optimizer_state(self._optimizer,
                                     self._network.trainable_variables)
     self._magnet = None  # 'mmd' with a moving magnet: the magnet network.

@@ -20,7 +20,6 @@ environment reset there); those, and dropped unrolls, are masked out.
 from typing import Any, Dict, Optional, Tuple
 
 from absl import logging
-import sonnet as snt
 import tensorflow as tf
 
 from repertory.components import adders
@@ -59,7 +58,7 @@ class VTrace(learners.Algorithm):
         'ppo_clip', config.ppo_clip or 0.0,
         config.batch_size * config.unroll_length,
         config.learning_rate_anneal_steps if config.anneal_ppo_clip else 0)
-    self.optimizer = snt.optimizers.Adam(self._learning_rate.value,
+    self.optimizer = learners.Adam(self._learning_rate.value,
                                          epsilon=config.adam_epsilon)
     # Adam's slots exist before a checkpoint is restored into them.
     learners.create_optimizer_state(self.optimizer,

@@ -77,15 +77,17 @@ class MinibatchEpochs:
       return values, tf.cast(tf.logical_not(metrics['applied']), tf.int32)
 
     total = tf.shape(order)[0] * parts
-    zeros = (tf.zeros([len(names)]), tf.constant(0))
+    zeros = tf.zeros([len(names)])
+
+    def body(i, sums, first, skipped):
+      values, bad = update(i)  # Traced once: one call of `step` in the graph.
+      first = tf.where(tf.equal(i, 0), values, first)
+      return i + 1, sums + values, first, skipped + bad
+
     # A call with no epochs updates nothing (`_no_op_inputs`).
-    first, skipped = tf.cond(total > 0, lambda: update(tf.constant(0)),
-                             lambda: zeros)
-    _, sums, skipped = tf.while_loop(
-        lambda i, *_: i < total,
-        lambda i, sums, skipped: (i + 1,) + tuple(
-            a + b for a, b in zip((sums, skipped), update(i))),
-        (tf.constant(1), first, skipped))
+    _, sums, first, skipped = tf.while_loop(
+        lambda i, *_: i < total, body,
+        (tf.constant(0), zeros, zeros, tf.constant(0)))
     return dict(zip(names, tf.unstack(sums))), dict(
         zip(names, tf.unstack(first))), skipped
 

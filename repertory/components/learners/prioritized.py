@@ -20,6 +20,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from repertory.components.learners import adam
 from repertory.components.learners import finite
 from repertory.components.learners import algorithm as host
 from repertory.components.learners import target as target_lib
@@ -57,7 +58,7 @@ class PrioritizedReplay(host.Algorithm):
         self._online_vars, self._target.trainable_variables,
         period=config.target_update_period)
     self._target_updates.update()
-    self._optimizer = snt.optimizers.Adam(config.learning_rate,
+    self._optimizer = adam.Adam(config.learning_rate,
                                           epsilon=config.adam_epsilon)
     # Adam's moments now: the step traces once; a checkpoint restores them.
     finite.create_optimizer_state(self._optimizer, self._online_vars)
