@@ -114,7 +114,8 @@ class ActorCriticConfig:
     train: False disables learning (the learner serves its initial weights
       and never samples; the queue becomes a buffer that drops its oldest
       unrolls instead of blocking actors): to measure acting throughput.
-    learner_log_every: the learner logs its metrics every this many steps.
+    learner_log_every: the learner logs its metrics every this many steps
+      (and at its first update).
   """
   unroll_length: int = 10
   batch_size: int = 8

@@ -43,7 +43,8 @@ class LearnerHost(host_serving.ServingHost):
     logdir: where the learner's metrics go (None: terminal only).
     checkpoint, checkpoint_dir, snapshot_dir: see `ServingHost` (resume,
       checkpoints, rollback, the snapshot on stop).
-    log_every: log the metrics every this many steps.
+    log_every: log the metrics every this many steps (and the first update
+      this host makes, so that a run shows it has started learning).
     count_every_seconds: the child counter's time delta.
     train: False serves the initial variables and never steps.
     pull: True runs `algorithm.step(version)` in a loop (the algorithm reads
@@ -74,6 +75,7 @@ class LearnerHost(host_serving.ServingHost):
     self._log_every = log_every
     super().__init__(algorithm, checkpoint, checkpoint_dir, snapshot_dir)
     self._last_log = (time.monotonic(), 0)
+    self._logged = False  # The first update is logged whatever log_every.
 
   @classmethod
   def in_logdir(cls, algorithm: Algorithm, logdir: Optional[str],
@@ -115,7 +117,8 @@ class LearnerHost(host_serving.ServingHost):
       self._counter.increment(**update.counts)
     metrics = dict(update.metrics)
     metrics.update(self.status())
-    if self._steps % self._log_every == 0:
+    if self._steps % self._log_every == 0 or not self._logged:
+      self._logged = True
       now, (last_time, last_steps) = time.monotonic(), self._last_log
       metrics['learner/steps_per_second'] = (
           (self._steps - last_steps) / max(now - last_time, 1e-9))

@@ -2,6 +2,8 @@
 non-finite updates and rollback, one version per step, push mode, counting
 through a child counter, resume from its checkpoints."""
 
+import csv
+
 import numpy as np
 import pytest
 import sonnet as snt
@@ -112,3 +114,13 @@ def test_push_mode_updates_on_the_callers_data():
 def test_bad_log_every_is_refused():
   with pytest.raises(ValueError, match='log_every'):
     learners.LearnerHost(Linear(), log_every=0)
+
+
+def test_the_first_update_is_logged_then_every_log_every(tmp_path):
+  host = learners.LearnerHost(Linear(), logdir=str(tmp_path), log_every=3)
+  for _ in range(7):
+    host.step()
+  host._logger.close()  # pylint: disable=protected-access
+  with open(tmp_path / 'csv' / 'learner.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [int(float(r['learner/steps'])) for r in rows] == [1, 3, 6]
