@@ -53,6 +53,11 @@ from absl import flags
 import numpy as np
 import psutil
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import child_process
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
 _RUNS = flags.DEFINE_list('runs', ['sb3', 'ppo', 'impala', 'seed'],
                           'Runners, in order: sb3, ppo, impala, seed, '
                           'ppo_sb3 (repertory PPO with every SB3 rl-zoo '
@@ -306,9 +311,10 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
     command = repertory_command(runner, seed, logdir)
   load_before = open('/proc/loadavg').read().split()[:3]
   t0 = time.time()
-  process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(logdir, 'stderr'), 'w'),
-                             start_new_session=True)
+  # Its own session (one killpg ends its tree); SIGTERM if this one dies.
+  process = child_process.start(
+      command, stdout=subprocess.DEVNULL,
+      stderr=open(os.path.join(logdir, 'stderr'), 'w'))
   root = psutil.Process(process.pid)
   peak_pss = 0
   first_step = None

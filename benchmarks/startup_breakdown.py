@@ -10,7 +10,8 @@ the modules the driver needs (`repertory.run`'s imports).
 
 Part 2 starts `python -m repertory.run <args after -->` (plus
 `--stop_at_return=never`, and `--config.learner_log_every=1` for IMPALA and
-SEED, whose learners otherwise write their first CSV row at step 100) and, every `--every` seconds until the learner's
+SEED: trees before 2026-12-05 logged their first CSV row at step 100, not
+at the first update) and, every `--every` seconds until the learner's
 first `learner.csv` row (its first update) appears, records:
 
 - when the driver printed its first line (flags parsed, agent and program
@@ -40,6 +41,11 @@ from typing import Dict, List, Optional
 from absl import app
 from absl import flags
 import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import child_process
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _EVERY = flags.DEFINE_float('every', 0.1, 'Sampling period, seconds.')
 _TIMEOUT_S = flags.DEFINE_float('timeout_s', 120.0, 'Give up after this.')
@@ -155,8 +161,8 @@ _LOGDIR = ['']
 def breakdown(run_args: List[str]) -> None:
   logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
   _LOGDIR[0] = logdir
-  # The learner's first CSV row marks its first update: IMPALA's and SEED's
-  # learners log every `learner_log_every` (100) steps unless told 1.
+  # The learner's first CSV row marks its first update; IMPALA's and SEED's
+  # learners before 2026-12-05 logged only every `learner_log_every` (100).
   if (any(a in ('--agent=impala', '--agent=seed') for a in run_args) and
       not any(a.startswith('--config.learner_log_every') for a in run_args)):
     run_args = run_args + ['--config.learner_log_every=1']
@@ -165,9 +171,9 @@ def breakdown(run_args: List[str]) -> None:
   print('\nPart 2:', ' '.join(command[1:]))
   print('  loadavg at start:', open('/proc/loadavg').read().strip())
   t0 = time.time()
-  process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+  # Its own session (one killpg ends its tree); SIGTERM if this one dies.
+  process = child_process.start(command, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
   lines: List[tuple] = []
 
   def read():
