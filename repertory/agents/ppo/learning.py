@@ -51,7 +51,7 @@ class PPO(learners.Algorithm):
     self._clip_epsilon = tf.Variable(config.clip_epsilon, dtype=tf.float32,
                                      trainable=False)
     self.optimizer = learners.Adam(self._learning_rate,
-                                         epsilon=config.adam_epsilon)
+                                   epsilon=config.adam_epsilon)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
     self.rounds = 0

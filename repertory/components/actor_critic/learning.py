@@ -59,7 +59,7 @@ class VTrace(learners.Algorithm):
         config.batch_size * config.unroll_length,
         config.learning_rate_anneal_steps if config.anneal_ppo_clip else 0)
     self.optimizer = learners.Adam(self._learning_rate.value,
-                                         epsilon=config.adam_epsilon)
+                                   epsilon=config.adam_epsilon)
     # Adam's slots exist before a checkpoint is restored into them.
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)

@@ -59,7 +59,7 @@ class PrioritizedReplay(host.Algorithm):
         period=config.target_update_period)
     self._target_updates.update()
     self._optimizer = adam.Adam(config.learning_rate,
-                                          epsilon=config.adam_epsilon)
+                                epsilon=config.adam_epsilon)
     # Adam's moments now: the step traces once; a checkpoint restores them.
     finite.create_optimizer_state(self._optimizer, self._online_vars)
     self._iterator = replay_dataset.StarvationLoggingIterator(
