@@ -1,8 +1,8 @@
 """Reusable learner-side pieces: the learner host every agent runs its
-algorithm in, Adam in one kernel per variable, finite-only updates, fault tolerance (resume, periodic and
-final checkpoints, rollback), minibatch epochs in one graph, graphs
-optimised after their first calls, leak-free results of a `tf.function`
-step and linear schedules."""
+algorithm in, Adam in one kernel per variable, finite-only updates, fault
+tolerance (resume, periodic and final checkpoints, rollback), minibatch
+epochs in one graph, graphs optimised after their first calls, leak-free
+results of a `tf.function` step and linear schedules."""
 
 from repertory.components.learners.adam import Adam
 from repertory.components.learners.fault_tolerance import FaultTolerance

@@ -21,7 +21,7 @@ to float rounding. Sparse updates (`tf.IndexedSlices`) go through Sonnet's
 own code.
 """
 
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import sonnet as snt
 import tensorflow as tf
@@ -59,7 +59,7 @@ class Adam(snt.optimizers.Adam):
           var=param.handle, m=m.handle, v=v.handle, grad=update,
           use_locking=False, **scalars[update.dtype])
 
-  def _scalars(self, dtype: tf.DType) -> dict:
+  def _scalars(self, dtype: tf.DType) -> Dict[str, tf.Tensor]:
     """`ResourceApplyAdam`'s scalar inputs for this step."""
     cast = lambda x: tf.cast(x, dtype)
     t = cast(self.step)
