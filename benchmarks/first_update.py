@@ -48,9 +48,6 @@ def time_one(optimizer: str, rounds: int) -> dict:
         config.learning_rate, epsilon=config.adam_epsilon)
     learners.create_optimizer_state(algorithm.optimizer,
                                     algorithm.network.trainable_variables)
-  elif optimizer != 'repertory':
-    raise ValueError(f"--optimizers: {optimizer!r} is not 'repertory' or "
-                     "'sonnet'.")
   steps, envs = config.unroll_length + 1, 2 * 8
   rng = np.random.default_rng(0)
   batch = {
@@ -76,13 +73,13 @@ def time_one(optimizer: str, rounds: int) -> dict:
 
 def main(argv):
   del argv
+  for optimizer in [_ONE.value] if _ONE.value else _OPTIMIZERS.value:
+    if optimizer not in ('repertory', 'sonnet'):  # Before anything runs.
+      sys.exit(f"first_update.py: {optimizer!r} is not 'repertory' or "
+               "'sonnet'.")
   if _ONE.value:
     print(json.dumps(time_one(_ONE.value, _ROUNDS.value)))
     return
-  for optimizer in _OPTIMIZERS.value:  # Refused before anything runs.
-    if optimizer not in ('repertory', 'sonnet'):
-      sys.exit(f"first_update.py: --optimizers: {optimizer!r} is not "
-               "'repertory' or 'sonnet'.")
   print('loadavg:', open('/proc/loadavg').read().strip())
   for _ in range(_REPEATS.value):
     for optimizer in _OPTIMIZERS.value:

@@ -5,8 +5,8 @@
 
 `snt.optimizers.Adam` builds some twenty small operations per variable
 (casts, moments, bias corrections, the step); with the small networks of
-most RL agents they are most of an update's graph, so they dominate the
-first call's tracing and a good part of every call. This class keeps
+most RL agents they are most of an update's graph, and the first call
+traces and instantiates every one of them. This class keeps
 Sonnet's state (`step`, `m`, `v`, created and named as Sonnet creates them,
 so checkpoints of either restore into the other) and Sonnet's update
 (Kingma & Ba 2015, Algorithm 1, epsilon added to the bias-corrected

@@ -74,7 +74,7 @@ class LearnerHost(host_serving.ServingHost):
                                        steps_key='learner/steps')
     self._log_every = log_every
     super().__init__(algorithm, checkpoint, checkpoint_dir, snapshot_dir)
-    self._last_log = (time.monotonic(), 0)
+    self._last_log = (time.monotonic(), self._steps)  # Resumed: not 0.
     self._logged = False  # The first update is logged whatever log_every.
 
   @classmethod

@@ -124,3 +124,13 @@ def test_the_first_update_is_logged_then_every_log_every(tmp_path):
   with open(tmp_path / 'csv' / 'learner.csv') as f:
     rows = list(csv.DictReader(f))
   assert [int(float(r['learner/steps'])) for r in rows] == [1, 3, 6]
+
+
+def test_a_resumed_hosts_first_rate_counts_only_its_own_steps(tmp_path):
+  first = learners.LearnerHost(Linear(), checkpoint_dir=str(tmp_path))
+  first.guard.model_store.save(first.version + 1, 10**6)
+  resumed = learners.LearnerHost(Linear(), checkpoint_dir=str(tmp_path))
+  assert resumed.steps == 10**6
+  metrics = resumed.step()  # Logged: the first update.
+  # One update in at most a few seconds, not the restored million.
+  assert metrics['learner/steps_per_second'] < 1e5
