@@ -53,6 +53,7 @@ from repertory import rundir
 from repertory.agents.selfplay import variants as selfplay_variants
 from repertory.components import checkpointing
 from repertory.launch import errors as launch_errors
+from repertory.launch import startup_gc
 from repertory.remote import flags as remote_flags
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
@@ -534,6 +535,9 @@ def _parse_flags(argv: List[str]) -> List[str]:
 def run(argv: Optional[List[str]] = None) -> None:
   """The command line of `python -m repertory.run`, for this or any script
   (`--help` shows the shared flags and the chosen agent's fields)."""
+  # A process that runs one program: no collector passes over the imports
+  # until the program is up (repertory/launch/startup_gc.py).
+  startup_gc.pause()
   argv = list(sys.argv if argv is None else argv)
   _ORIGINAL_ARGV[:] = argv
   if flags.FLAGS['lp_launch_type'].default == 'local_mt':

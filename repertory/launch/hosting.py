@@ -18,6 +18,7 @@ from repertory.launch import context
 from repertory.launch import errors
 from repertory.launch import handles as handles_lib
 from repertory.launch import nodes as nodes_lib
+from repertory.launch import startup_gc
 
 
 class NodeRecord:
@@ -64,6 +65,7 @@ class NodeHost:
     self.records: Dict[str, NodeRecord] = {
         n.node_id: NodeRecord(n) for n in nodes}
     self._starting = threading.Lock()
+    self._ready_lock = threading.Lock()
 
   def start(self) -> None:
     # A node that fails at once stops the program from another thread while
@@ -122,7 +124,7 @@ class NodeHost:
                       node.description, record.error)
         self._on_error(record)
     finally:
-      record.ready.set()
+      self._set_ready(record)
       record.finished.set()
     if record.error is None:
       self._on_finished(record)
@@ -137,17 +139,23 @@ class NodeHost:
       # error is never retried).
       record.exception = e
       record.error = traceback.format_exc()
-      record.ready.set()
+      self._set_ready(record)
       raise
     record.phase = 'run'
     record.built = built
-    record.ready.set()
+    self._set_ready(record)
     if built.run is not None:
       built.run()
       if built.serves and not self._runtime.stop_requested():
         # As Launchpad: a CourierNode whose run() returns ends its server.
         record.run_returned = True
         built.serves = False
+
+  def _set_ready(self, record: NodeRecord) -> None:
+    with self._ready_lock:
+      if all(r is record or r.ready.is_set() for r in self.records.values()):
+        startup_gc.resume()  # The last node is built (before it is seen so).
+      record.ready.set()
 
   def record(self, node_id: str) -> NodeRecord:
     try:

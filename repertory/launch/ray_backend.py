@@ -37,6 +37,7 @@ from repertory.launch import program as program_lib
 from repertory.launch import ray_auth
 from repertory.launch import reaper
 from repertory.launch import reverb_lite
+from repertory.launch import startup_gc
 
 _LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
@@ -281,6 +282,9 @@ class NodeActor:
   """The Ray actor hosting one unit (wrapped with ray.remote at launch)."""
 
   def __init__(self, spec: Mapping[str, Any]):
+    # A process of nodes only: no collector passes over the imports until
+    # its nodes are built (NodeHost resumes it).
+    startup_gc.pause()
     deferred_imports.defer()  # Before the node's modules import TensorFlow.
     if spec['log_path']:
       _redirect_output(spec['log_path'])
@@ -528,6 +532,7 @@ class RayLauncher:
       self.actors[unit.unit_id] = actor
       start_refs[unit.unit_id] = actor.start.remote()
     self._start_refs = start_refs
+    startup_gc.resume()  # If the command line paused it (repertory.run).
     self._monitor = threading.Thread(target=self._watch, daemon=True,
                                      name=f'{self.program.name}-monitor')
     self._monitor.start()
