@@ -4,11 +4,11 @@ A node process imports most of what it will ever hold while its nodes are
 built: TensorFlow alone is thousands of modules and hundreds of thousands
 of objects that live as long as the process. The collector's passes,
 triggered by allocation counts, scan all of them again and again while the
-imports go on.
-`pause()` stops the collector; `resume()` moves every object allocated so
-far into the permanent generation (`gc.freeze()`: never scanned again) and
-starts the collector again, so that later passes skip the imported objects
-too. The few unreachable objects among them stay in memory.
+imports go on. `pause()` stops the collector; `resume()` moves every object
+allocated so far into the permanent generation (`gc.freeze()`: never
+scanned again) and starts the collector again, so that later passes skip
+the imported objects too. The few unreachable objects among them stay in
+memory.
 
     startup_gc.pause()     # a process that hosts nothing but the program
     ...                    # imports, the nodes built
