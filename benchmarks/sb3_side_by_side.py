@@ -13,11 +13,12 @@ seconds the script sums the PSS of the whole process tree (psutil
 it) and watches two files of the run:
 
 - the first training step: repertory's learner writes its first
-  `learner.csv` row after its first update (PPO), or after update
-  `learner_log_every` (IMPALA and SEED: 100 by default, so their start-up
-  figure includes 99 updates; `startup_breakdown.py` sets it to 1); the SB3
-  child writes `first_step` when its second rollout starts (after its first
-  `train()`);
+  `learner.csv` row after its first update (every agent's `LearnerHost`
+  logs its first update; before 1a35f11 IMPALA's and SEED's first row came
+  at update `learner_log_every`, 100), looked for every
+  `_FIRST_STEP_POLL_S` until it is there; the SB3 child writes
+  `first_step` (its own clock reading) when its second rollout starts
+  (after its first `train()`);
 - `episodes.csv` (wall time, return, length of every finished training
   episode; repertory's `RunMonitor` writes it, the SB3 child a callback).
 
@@ -78,6 +79,8 @@ _AFTER_SOLVE_S = flags.DEFINE_float('after_solve_s', 10.0,
                                     'Seconds watched after the solve.')
 _TIMEOUT_S = flags.DEFINE_float('timeout_s', 120.0, 'Per-run limit.')
 _EVERY = flags.DEFINE_float('every', 0.5, 'Sampling period, seconds.')
+# How often the first training step is looked for until it is seen.
+_FIRST_STEP_POLL_S = 0.05
 _OWN_STOP = flags.DEFINE_bool(
     'own_stop', False, 'Let each repertory run stop itself by its default '
     'stop rule (--stop_at_return=auto, judged by its periodic evaluations) '
@@ -332,7 +335,12 @@ def run_one(runner: str, seed: int) -> Dict[str, Any]:
         first_solve is not None and not _OWN_STOP.value and
         now - t0 > first_solve + _AFTER_SOLVE_S.value):
       break
-    time.sleep(max(0.0, _EVERY.value - (time.time() - now)))
+    next_sample = now + _EVERY.value
+    while (first_step is None and time.time() < next_sample and
+           process.poll() is None):  # The start-up to the poll, not --every.
+      time.sleep(_FIRST_STEP_POLL_S)
+      first_step = _first_step_time(runner, logdir)
+    time.sleep(max(0.0, next_sample - time.time()))
   ended = time.time()
   exited_by_itself = process.poll() is not None
   if process.poll() is None:
