@@ -14,11 +14,9 @@ it) and watches two files of the run:
 
 - the first training step: repertory's learner writes its first
   `learner.csv` row after its first update (every agent's `LearnerHost`
-  logs its first update; before 1a35f11 IMPALA's and SEED's first row came
-  at update `learner_log_every`, 100), looked for every
-  `_FIRST_STEP_POLL_S` until it is there; the SB3 child writes
-  `first_step` (its own clock reading) when its second rollout starts
-  (after its first `train()`);
+  logs its first update), looked for every `_FIRST_STEP_POLL_S` until it
+  is there; the SB3 child writes `first_step` (its own clock reading) when
+  its second rollout starts (after its first `train()`);
 - `episodes.csv` (wall time, return, length of every finished training
   episode; repertory's `RunMonitor` writes it, the SB3 child a callback).
 
