@@ -390,6 +390,8 @@ def main(argv: List[str],
              128 + signal.SIGINT)
   except launch.NodeError as e:  # One line; the traceback is in the node log.
     sys.exit(f'repertory.run: error: {launch_errors.one_line(e)}')
+  except launch.LaunchError as e:  # E.g. no Ray cluster at --ray_address.
+    sys.exit(f'repertory.run: error: {e}')
   except RuntimeError as e:
     logging.warning('%s', e)
     sys.exit(1)
@@ -428,12 +430,15 @@ def run_sweep_from_flags() -> None:
     program = [sys.executable, '-m', 'repertory.run']
   else:  # A script built on run.run(): its trials run the script.
     program = [sys.executable, main_file]
-  table = sweep.run_sweep(
-      _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid, logdir=logdir,
-      base_seed=flags.FLAGS.seed,
-      use_tune=flags.FLAGS.lp_launch_type == 'ray',
-      concurrency=_SWEEP_CONCURRENCY.value,
-      ray_address=flags.FLAGS.ray_address)
+  try:
+    table = sweep.run_sweep(
+        _ORIGINAL_ARGV[1:], program, seeds=_SEEDS.value, grid=grid,
+        logdir=logdir, base_seed=flags.FLAGS.seed,
+        use_tune=flags.FLAGS.lp_launch_type == 'ray',
+        concurrency=_SWEEP_CONCURRENCY.value,
+        ray_address=flags.FLAGS.ray_address)
+  except launch.LaunchError as e:  # E.g. no Ray cluster at --ray_address.
+    sys.exit(f'repertory.run: error: {e}')
   print(table.to_string(index=False))
   print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
         f'curves: python -m repertory.plot {logdir}')

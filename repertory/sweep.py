@@ -11,7 +11,8 @@ Each trial is `python -m repertory.run` (or the script that called
 flags and `--logdir=<logdir>/<grid point>/seed<i>`. On one machine the
 trials run one after another (each program uses every core); with
 `--lp_launch_type=ray` they are Ray Tune trials on the cluster, run
-`--sweep_concurrency` at a time. The table (`<logdir>/sweep.csv`, printed at
+`--sweep_concurrency` at a time, each program's output in `output.log` in
+its run directory. The table (`<logdir>/sweep.csv`, printed at
 the end) has a row per trial: its grid values, seed, run directory and the
 figures of its results.json. `python -m repertory.plot <logdir>` draws the
 trials, seeds as a mean with shading.
@@ -25,6 +26,9 @@ import json
 import os
 import subprocess
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+# Where a Tune trial's program output goes, in its run directory.
+OUTPUT_FILE = 'output.log'
 
 # Results columns the table keeps (besides the grid values and seed).
 TABLE_COLUMNS = ('actor_steps', 'learner_steps', 'wall_seconds',
@@ -79,24 +83,43 @@ def trial_command(program: Sequence[str], base_args: Sequence[str],
           f'--seed={trial["seed"]}', f'--logdir={trial["logdir"]}']
 
 
-def _run_trial(command: Sequence[str], logdir: str) -> Dict[str, Any]:
-  """Runs one trial's program to its end; returns its results.json."""
+def _run_trial(command: Sequence[str], logdir: str,
+               output_file: Optional[str] = None) -> Dict[str, Any]:
+  """Runs one trial's program to its end; returns its results.json.
+
+  The program's output goes to this process's, or to the end of
+  `output_file` (the command line, then its stdout and stderr) when given:
+  a trial run again (resumed) adds to it."""
   os.makedirs(logdir, exist_ok=True)
-  print(f'repertory.sweep: {" ".join(command)}', flush=True)
-  returncode = subprocess.call(list(command))
+  line = f'repertory.sweep: {" ".join(command)}'
+  if output_file is None:
+    print(line, flush=True)
+    returncode = subprocess.call(list(command))
+  else:
+    with open(output_file, 'a') as out:
+      out.write(line + '\n')
+      out.flush()
+      returncode = subprocess.call(list(command), stdout=out,
+                                   stderr=subprocess.STDOUT)
   path = os.path.join(logdir, 'results.json')
   if not os.path.exists(path):
-    return {'error': f'exit status {returncode}, no results.json'}
+    seen = f' (its output: {output_file})' if output_file else ''
+    return {'error': f'exit status {returncode}, no results.json{seen}'}
   with open(path) as f:
     return json.load(f)
 
 
 def _tune_trainable(config: Dict[str, Any]) -> None:
   """One Tune trial: runs its program (a subprocess of the Tune worker) and
-  reports its results.json."""
+  reports its results.json.
+
+  The program's output goes to `<run directory>/output.log`: Ray would
+  forward it to the sweep's terminal late (after the table) and interleaved
+  with the other trials'."""
   from ray import tune  # pylint: disable=g-import-not-at-top
   trial = config['trial']
-  results = _run_trial(trial['command'], trial['logdir'])
+  results = _run_trial(trial['command'], trial['logdir'],
+                       os.path.join(trial['logdir'], OUTPUT_FILE))
   tune.report({k: v for k, v in results.items()
                if isinstance(v, (int, float, str)) or v is None})
 
@@ -109,14 +132,7 @@ def _connect(address: Optional[str]) -> None:
   from repertory.launch import ray_auth  # pylint: disable=g-import-not-at-top
   from repertory.launch import local_ray  # pylint: disable=g-import-not-at-top
   if not ray.is_initialized():
-    address = address or os.environ.get('RAY_ADDRESS') or 'auto'
-    host = address.split('://')[-1].rsplit(':', 1)[0]
-    if host in ('127.0.0.1', 'localhost'):  # A cluster on loopback.
-      with local_ray.loopback_addresses():
-        ray.init(address=address, _node_ip_address='127.0.0.1',
-                 logging_level='WARNING')
-    else:
-      ray.init(address=address, logging_level='WARNING')
+    local_ray.connect(address or os.environ.get('RAY_ADDRESS') or 'auto')
   ray_auth.check_token_auth('ray')
 
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import portpicker
 import pytest
 
 from repertory import experiment as experiment_lib
@@ -58,6 +59,18 @@ def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
   assert last_line.startswith('repertory.run: error: ')
   assert message in last_line
   assert not os.path.exists(logdir)  # Nothing was started or written.
+
+
+@pytest.mark.parametrize('sweep', [(), ('--seeds=2',)])
+def test_no_ray_cluster_at_the_address_is_one_clear_error(tmp_path, sweep):
+  address = f'127.0.0.1:{portpicker.pick_unused_port()}'
+  result = _run('--lp_launch_type=ray', f'--ray_address={address}', *sweep,
+                f'--logdir={tmp_path}/run', timeout=120)
+  assert result.returncode == 1
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith(
+      f'repertory.run: error: No Ray cluster answers at {address} ')
+  assert 'ray start --head' in last_line
 
 
 def test_config_overrides_are_checked_together(tmp_path):

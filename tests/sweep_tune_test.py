@@ -9,6 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
+from repertory import sweep
 from repertory import testing
 
 TINY = ('--num_actors=1', '--envs_per_actor=2', '--max_actor_steps=200',
@@ -44,7 +45,8 @@ def test_seeds_on_ray_are_tune_trials_with_a_table(cluster, tmp_path):
   trials = [d for d in os.listdir(os.path.join(logdir, 'tune'))
             if d.startswith('_tune_trainable')]
   assert len(trials) == 2, os.listdir(os.path.join(logdir, 'tune'))
-  # The table, printed at the end.
+  # The table, printed at the end, after no line of a trial's program.
+  assert '"wall_seconds"' not in result.stdout
   assert 'seed' in result.stdout and 'actor_steps' in result.stdout
   assert result.stdout.rstrip().endswith(
       f'curves: python -m repertory.plot {logdir}')

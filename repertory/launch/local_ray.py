@@ -38,17 +38,23 @@ interface.
 again (BENCHMARKS.md); `start()` first watches Ray's node table every
 `_NODE_POLL_S`, so that the call finds the node at once (lean or full
 start alike).
+
+`connect()` joins an existing cluster (launch_type='ray', Tune sweeps),
+finding its node under 127.0.0.1 or the machine's outward address as the
+cluster registered it.
 """
 
 import contextlib
 import logging as std_logging
 import os
+import socket
 import time
 from typing import Any, Iterator, Mapping
 
 from absl import logging
 import ray
 
+from repertory.launch import errors
 from repertory.launch import ray_auth
 
 # Set to 1 to start every Ray process ray.init starts (e.g. to use Ray's
@@ -159,6 +165,53 @@ def loopback_addresses() -> Iterator[None]:
     yield
   finally:
     ray_constants.ENABLE_RAY_CLUSTER = previous
+
+
+# How long connect() waits for a cluster's GCS to answer which nodes it has.
+_GCS_ANSWER_S = 10
+
+
+def _nodes_on_loopback(address: str) -> bool:
+  """Whether the cluster whose GCS is at `address` (on this machine) has a
+  node registered at 127.0.0.1 (one started on loopback, as
+  `testing.loopback_ray_cluster` does), not at the machine's outward
+  address (as `ray start` registers it)."""
+  from ray._raylet import GcsClient  # pylint: disable=g-import-not-at-top
+  host, port = address.rsplit(':', 1)
+  try:  # Nothing listening is told at once, not after Ray's retries.
+    socket.create_connection((host, int(port)), timeout=_GCS_ANSWER_S).close()
+    nodes = GcsClient(address=address).get_all_node_info(
+        timeout=_GCS_ANSWER_S).values()
+  except Exception as e:  # pylint: disable=broad-except
+    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise errors.LaunchError(
+        f'No Ray cluster answers at {address} ({reason}); start one with '
+        '`RAY_AUTH_MODE=token ray start --head --port=<port>`, or pass the '
+        'address it prints.') from None
+  return any(n.node_manager_address == '127.0.0.1' for n in nodes)
+
+
+def connect(address: str, log_to_driver: bool = True) -> None:
+  """Connects this process to the existing Ray cluster at `address`
+  ('<host>:<port>', 'ray://...' or 'auto').
+
+  A cluster's node is found by the address it registered: for a host of
+  127.0.0.1 or localhost, Ray would look for the machine's outward address,
+  which a cluster started on loopback does not have, and one that `ray
+  start` started (registered at the outward address) is not found under
+  127.0.0.1; the GCS is asked which it is. Raises LaunchError, in one line,
+  if no cluster answers there.
+  """
+  host = address.split('://')[-1].rsplit(':', 1)[0]
+  if '://' not in address and host in ('127.0.0.1', 'localhost'):
+    if _nodes_on_loopback(address):
+      with loopback_addresses():
+        ray.init(address=address, _node_ip_address='127.0.0.1',
+                 logging_level=std_logging.WARNING,
+                 log_to_driver=log_to_driver)
+      return
+  ray.init(address=address, logging_level=std_logging.WARNING,
+           log_to_driver=log_to_driver)
 
 
 def start(system_config: Mapping[str, Any], forward_output: bool) -> None:

@@ -549,14 +549,7 @@ class RayLauncher:
                       forward_output=self._terminal == 'current_terminal')
       self._owns_ray = True
     elif not ray.is_initialized():
-      host = (self._ray_address or '').split('://')[-1].rsplit(':', 1)[0]
-      if host in ('127.0.0.1', 'localhost'):
-        with local_ray.loopback_addresses():
-          ray.init(address=self._ray_address, _node_ip_address='127.0.0.1',
-                   logging_level=std_logging.WARNING, log_to_driver=True)
-      else:
-        ray.init(address=self._ray_address or 'auto',
-                 logging_level=std_logging.WARNING, log_to_driver=True)
+      local_ray.connect(self._ray_address or 'auto')
       self._owns_ray = True  # a connection to disconnect, not the cluster.
     # Nodes run whatever a caller of Ray's ports sends: refuse a Ray
     # instance that takes callers without its token.

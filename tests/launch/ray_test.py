@@ -6,7 +6,6 @@ once; local_mp (which starts and tears down its own instance) is covered by
 program_test.py and sigint_test.py.
 """
 
-import logging
 import os
 import sys
 import threading
@@ -37,9 +36,7 @@ def cluster():
 def connected(cluster):
   """This process connected to the cluster (launch then reuses the link)."""
   if not ray.is_initialized():
-    with local_ray.loopback_addresses():
-      ray.init(address=cluster.address, _node_ip_address='127.0.0.1',
-               logging_level=logging.WARNING)
+    local_ray.connect(cluster.address)
   yield cluster
 
 
