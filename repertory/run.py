@@ -418,6 +418,7 @@ def interrupted_message(logdir: str) -> str:
 def run_sweep_from_flags() -> None:
   """`--seeds` / `--grid`: each trial a separate program (repertory.sweep)."""
   from repertory import sweep  # pylint: disable=g-import-not-at-top
+  startup_gc.resume()  # This process starts no program; the trials do.
   try:
     grid = sweep.parse_grid(_GRID.value)
   except ValueError as e:

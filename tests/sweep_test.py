@@ -60,6 +60,31 @@ def test_seeds_from_one_command_give_a_table(tmp_path):
   assert 'sweep.csv' in result.stdout
 
 
+_FAILING_TRIAL = 'import sys; print("out", sys.argv[1:]); sys.exit(3)'
+
+
+def test_a_failed_trial_is_a_row_with_its_error(tmp_path):
+  logdir = str(tmp_path / 'sweep')
+  table = sweep.run_sweep([], [sys.executable, '-c', _FAILING_TRIAL],
+                          seeds=2, logdir=logdir)
+  assert list(table['seed']) == [0, 1]
+  assert list(table['error']) == ['exit status 3, no results.json'] * 2
+  assert pd.read_csv(os.path.join(logdir, 'sweep.csv'))['error'].notna().all()
+
+
+def test_a_tune_trial_s_output_goes_to_its_file_run_after_run(tmp_path):
+  output_file = str(tmp_path / sweep.OUTPUT_FILE)
+  command = [sys.executable, '-c', _FAILING_TRIAL, '--seed=7']
+  for _ in range(2):  # A trial run again adds to the file.
+    result = sweep._run_trial(command, str(tmp_path), output_file)  # pylint: disable=protected-access
+    assert result == {'error': 'exit status 3, no results.json (its output: '
+                               f'{output_file})'}
+  with open(output_file) as f:
+    lines = f.read().splitlines()
+  assert lines == [f'repertory.sweep: {" ".join(command)}',
+                   "out ['--seed=7']"] * 2
+
+
 def test_run_experiment_returns_results_and_progress(tmp_path, capsys):
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env='catch', num_actors=1, envs_per_actor=2,
