@@ -132,7 +132,7 @@ def _connect(address: Optional[str]) -> None:
   from repertory.launch import ray_auth  # pylint: disable=g-import-not-at-top
   from repertory.launch import local_ray  # pylint: disable=g-import-not-at-top
   if not ray.is_initialized():
-    local_ray.connect(address or os.environ.get('RAY_ADDRESS') or 'auto')
+    local_ray.connect(address)
   ray_auth.check_token_auth('ray')
 
 

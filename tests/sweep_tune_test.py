@@ -41,6 +41,10 @@ def test_seeds_on_ray_are_tune_trials_with_a_table(cluster, tmp_path):
     assert 200 <= row['actor_steps'] <= 201
     with open(os.path.join(row['logdir'], 'results.json')) as f:
       assert '"launch_type": "ray"' in f.read()
+    # Its program's output went to its file, not to the sweep's terminal.
+    with open(os.path.join(row['logdir'], sweep.OUTPUT_FILE)) as f:
+      output = f.read()
+    assert output.startswith('repertory.sweep: ') and '"wall_seconds"' in output
   # Tune ran them: its experiment directory holds one trial per seed.
   trials = [d for d in os.listdir(os.path.join(logdir, 'tune'))
             if d.startswith('_tune_trainable')]

@@ -49,7 +49,7 @@ import logging as std_logging
 import os
 import socket
 import time
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional
 
 from absl import logging
 import ray
@@ -191,9 +191,10 @@ def _nodes_on_loopback(address: str) -> bool:
   return any(n.node_manager_address == '127.0.0.1' for n in nodes)
 
 
-def connect(address: str, log_to_driver: bool = True) -> None:
+def connect(address: Optional[str], log_to_driver: bool = True) -> None:
   """Connects this process to the existing Ray cluster at `address`
-  ('<host>:<port>', 'ray://...' or 'auto').
+  ('<host>:<port>', 'ray://...' or 'auto'; when None, `RAY_ADDRESS`, else
+  'auto').
 
   A cluster's node is found by the address it registered: for a host of
   127.0.0.1 or localhost, Ray would look for the machine's outward address,
@@ -202,6 +203,7 @@ def connect(address: str, log_to_driver: bool = True) -> None:
   127.0.0.1; the GCS is asked which it is. Raises LaunchError, in one line,
   if no cluster answers there.
   """
+  address = address or os.environ.get('RAY_ADDRESS') or 'auto'
   host = address.split('://')[-1].rsplit(':', 1)[0]
   if '://' not in address and host in ('127.0.0.1', 'localhost'):
     if _nodes_on_loopback(address):

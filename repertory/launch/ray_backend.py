@@ -549,7 +549,7 @@ class RayLauncher:
                       forward_output=self._terminal == 'current_terminal')
       self._owns_ray = True
     elif not ray.is_initialized():
-      local_ray.connect(self._ray_address or 'auto')
+      local_ray.connect(self._ray_address)
       self._owns_ray = True  # a connection to disconnect, not the cluster.
     # Nodes run whatever a caller of Ray's ports sends: refuse a Ray
     # instance that takes callers without its token.
