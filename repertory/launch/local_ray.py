@@ -177,7 +177,11 @@ def _nodes_on_loopback(address: str) -> bool:
   `testing.loopback_ray_cluster` does), not at the machine's outward
   address (as `ray start` registers it)."""
   from ray._raylet import GcsClient  # pylint: disable=g-import-not-at-top
-  host, port = address.rsplit(':', 1)
+  host, _, port = address.rpartition(':')
+  if not port.isdigit():
+    raise errors.LaunchError(
+        f'Ray address {address!r} has no port; give <host>:<port>, '
+        'ray://<host>:<port> or auto.')
   try:  # Nothing listening is told at once, not after Ray's retries.
     socket.create_connection((host, int(port)), timeout=_GCS_ANSWER_S).close()
     nodes = GcsClient(address=address).get_all_node_info(

@@ -176,3 +176,11 @@ def test_get_node_polls_the_node_table_then_asks_ray(tmp_path):
     assert services.get_node is original
     assert info['node_manager_port'] > 0, info
     _assert_gone(_finish(launched, tmp_path))
+
+
+@pytest.mark.parametrize('address', ['127.0.0.1', 'localhost:'])
+def test_connect_refuses_a_loopback_address_without_a_port(address):
+  with pytest.raises(launch.LaunchError,
+                     match=f"Ray address '{address}' has no port"):
+    local_ray.connect(address)
+  assert not ray.is_initialized()
