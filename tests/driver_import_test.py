@@ -56,7 +56,7 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
     agent, tmp_path):
   out = _build(tmp_path, agent, '''
       import cloudpickle
-      from repertory.launch import ray_backend
+      from repertory.launch.backends import ray_backend
       for unit in program.units:
         # What each node process receives; it unpickles without TensorFlow.
         nodes = cloudpickle.loads(ray_backend.pickle_unit(unit))

@@ -37,7 +37,7 @@ sys.modules['tensorflow'] = None  # Any import of it fails loudly.
 import numpy as np
 from repertory.agents import {agent}
 from repertory.components import variables
-from repertory.launch import reverb_lite
+from repertory.launch.process import reverb_lite
 
 config = {agent}.Config(**{config!r})
 learner = variables.VariableStore(

@@ -111,7 +111,7 @@ import sys
 sys.modules['tensorflow'] = None  # Any import of it fails loudly.
 import numpy as np
 from repertory.components import search, variables
-from repertory.launch import reverb_lite
+from repertory.launch.process import reverb_lite
 source = variables.VariableStore({'policy': dict(np.load(%r))})
 actor = search.SearchSelfPlayActor(%r, source, reverb_lite.connect(%r),
                                    'positions', simulations=8)

@@ -8,11 +8,11 @@ import weakref
 
 from absl import logging
 
-from repertory.launch import context
-from repertory.launch import errors
-from repertory.launch import handles as handles_lib
-from repertory.launch import hosting
-from repertory.launch import program as program_lib
+from repertory.launch.api import context
+from repertory.launch.api import errors
+from repertory.launch.api import handles as handles_lib
+from repertory.launch.backends import hosting
+from repertory.launch.api import program as program_lib
 
 
 class _CallPool:

@@ -6,7 +6,7 @@ import enum
 import os
 from typing import Any, Dict, Optional, Union
 
-from repertory.launch import context
+from repertory.launch.api import context
 
 
 class LaunchType(str, enum.Enum):

@@ -7,8 +7,8 @@ import re
 import uuid
 from typing import Dict, Iterator, List, Optional, Union
 
-from repertory.launch import handles as handles_lib
-from repertory.launch import nodes as nodes_lib
+from repertory.launch.api import handles as handles_lib
+from repertory.launch.api import nodes as nodes_lib
 
 _LABEL_RE = re.compile(r'^[A-Za-z0-9_.-]+$')
 

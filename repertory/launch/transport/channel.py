@@ -54,9 +54,9 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from absl import logging
 
-from repertory.launch import batching
-from repertory.launch import codec
-from repertory.launch import context
+from repertory.launch.transport import batching
+from repertory.launch.transport import codec
+from repertory.launch.api import context
 
 # How a client reaches a node's hot method: over a channel or its handle.
 TRANSPORTS = ('tcp', 'handle')

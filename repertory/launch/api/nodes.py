@@ -7,7 +7,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
-from repertory.launch import handles as handles_lib
+from repertory.launch.api import handles as handles_lib
 
 
 @dataclasses.dataclass

@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional
 
 from absl import logging
 
-from repertory.launch import context
-from repertory.launch import errors
+from repertory.launch.api import context
+from repertory.launch.api import errors
 
 # How long a client waits for its server to come up before raising, and how
 # often it says what it waits for.

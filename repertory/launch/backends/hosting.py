@@ -13,12 +13,12 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
-from repertory.launch import blas_threads
-from repertory.launch import context
-from repertory.launch import errors
-from repertory.launch import handles as handles_lib
-from repertory.launch import nodes as nodes_lib
-from repertory.launch import startup_gc
+from repertory.launch.process import blas_threads
+from repertory.launch.api import context
+from repertory.launch.api import errors
+from repertory.launch.api import handles as handles_lib
+from repertory.launch.api import nodes as nodes_lib
+from repertory.launch.process import startup_gc
 
 
 class NodeRecord:

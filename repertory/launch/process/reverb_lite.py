@@ -30,7 +30,7 @@ import sys
 import threading
 from typing import Any, NamedTuple
 
-from repertory.launch import deferred_imports
+from repertory.launch.process import deferred_imports
 
 _LOCK = threading.Lock()
 _FRAMEWORK = 'libtensorflow_framework.so.2'

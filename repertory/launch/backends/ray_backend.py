@@ -26,18 +26,18 @@ from absl import logging
 import cloudpickle
 import ray
 
-from repertory.launch import context
-from repertory.launch import deferred_imports
-from repertory.launch import errors
-from repertory.launch import handles as handles_lib
-from repertory.launch import hosting
-from repertory.launch import local_ray
-from repertory.launch import nodes as nodes_lib
-from repertory.launch import program as program_lib
-from repertory.launch import ray_auth
-from repertory.launch import reaper
-from repertory.launch import reverb_lite
-from repertory.launch import startup_gc
+from repertory.launch.api import context
+from repertory.launch.process import deferred_imports
+from repertory.launch.api import errors
+from repertory.launch.api import handles as handles_lib
+from repertory.launch.backends import hosting
+from repertory.launch.backends import local_ray
+from repertory.launch.api import nodes as nodes_lib
+from repertory.launch.api import program as program_lib
+from repertory.launch.backends import ray_auth
+from repertory.launch.backends import reaper
+from repertory.launch.process import reverb_lite
+from repertory.launch.process import startup_gc
 
 _LOOPBACK = '127.0.0.1'
 _actor_cache: Dict[tuple, Any] = {}
@@ -61,7 +61,7 @@ _LOCAL_SYSTEM_CONFIG = {
     # ...and import this module (which a node's actor class unpickles from)
     # while they wait for the launcher, not after it has asked for a node.
     # Nothing heavier: a worker takes no node until its preload is done.
-    'preload_python_modules': ['repertory.launch.ray_backend'],
+    'preload_python_modules': ['repertory.launch.backends.ray_backend'],
 }
 
 

@@ -54,8 +54,8 @@ from typing import Any, Iterator, Mapping, Optional
 from absl import logging
 import ray
 
-from repertory.launch import errors
-from repertory.launch import ray_auth
+from repertory.launch.api import errors
+from repertory.launch.backends import ray_auth
 
 # Set to 1 to start every Ray process ray.init starts (e.g. to use Ray's
 # state API or `ray status` against a local_mp program).

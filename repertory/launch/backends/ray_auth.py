@@ -22,7 +22,7 @@ from typing import Optional
 
 from absl import logging
 
-from repertory.launch import errors
+from repertory.launch.api import errors
 
 # Set to 1 to launch on a Ray instance without token auth all the same.
 ALLOW_ENV = 'REPERTORY_ALLOW_UNAUTHENTICATED_RAY'
