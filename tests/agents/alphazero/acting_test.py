@@ -1,4 +1,4 @@
-"""`search.SearchSelfPlayActor` writes every position of its games to a real
+"""`acting.SearchSelfPlayActor` writes every position of its games to a real
 Reverb table: the mover's view, its legal moves, the search's visit
 distribution and the mover's final return."""
 
@@ -16,7 +16,7 @@ from repertory import environments
 from repertory import testing
 from repertory.components import adders
 from repertory.components import networks
-from repertory.components import search
+from repertory.agents.alphazero import acting
 from repertory.components import variables
 
 GAME = 'openspiel:tic_tac_toe'
@@ -55,7 +55,7 @@ def test_writes_each_position_with_its_search_policy_and_outcome():
   server = _server(env)
   try:
     client = reverb.Client(f'localhost:{server.port}')
-    actor = search.SearchSelfPlayActor(
+    actor = acting.SearchSelfPlayActor(
         GAME, source, client, 'positions', simulations=16,
         temperature_moves=2, actor_id=5, seed=1)
     counts = [actor.play_game() for _ in range(3)]
@@ -102,7 +102,7 @@ def test_writes_each_position_with_its_search_policy_and_outcome():
 ])
 def test_refuses_games_it_cannot_search(game, match):
   with pytest.raises(ValueError, match=match):
-    search.SearchSelfPlayActor(game, variables.VariableStore({'policy': {}}),
+    acting.SearchSelfPlayActor(game, variables.VariableStore({'policy': {}}),
                                None, 'positions')
 
 
@@ -110,10 +110,11 @@ _NO_TENSORFLOW = """
 import sys
 sys.modules['tensorflow'] = None  # Any import of it fails loudly.
 import numpy as np
-from repertory.components import search, variables
+from repertory.agents.alphazero import acting
+from repertory.components import variables
 from repertory.launch.process import reverb_lite
 source = variables.VariableStore({'policy': dict(np.load(%r))})
-actor = search.SearchSelfPlayActor(%r, source, reverb_lite.connect(%r),
+actor = acting.SearchSelfPlayActor(%r, source, reverb_lite.connect(%r),
                                    'positions', simulations=8)
 print('POSITIONS', actor.play_game())
 actor.close()

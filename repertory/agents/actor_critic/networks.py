@@ -12,8 +12,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import config as config_lib
+from repertory.agents.actor_critic import numpy_policy
 from repertory.components import networks
 from repertory.components.specs import num_actions
 

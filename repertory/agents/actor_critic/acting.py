@@ -8,8 +8,8 @@ import numpy as np
 
 from repertory import core
 from repertory.components import variables
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import config as config_lib
+from repertory.agents.actor_critic import numpy_policy
 
 
 def make_policy(config: config_lib.ActorCriticConfig, seed: int = 0,

@@ -11,8 +11,8 @@ import tensorflow as tf
 from repertory import experiment as experiment_lib
 from repertory.agents import impala
 from repertory.components import losses
-from repertory.components.actor_critic import config as ac_config
-from repertory.components.actor_critic import learning
+from repertory.agents.actor_critic import config as ac_config
+from repertory.agents.actor_critic import learning
 
 CATCH = experiment_lib.environment_spec('catch')
 T, B, GAMMA = 4, 3, 0.9

@@ -27,8 +27,8 @@ from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components import replay
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import networks as networks_lib
+from repertory.agents.actor_critic import config as config_lib
+from repertory.agents.actor_critic import networks as networks_lib
 
 # log ρ of masked transitions: exp() is exactly 0 in float32, so V-trace gives
 # them ρ = c = 0 (no TD error, the trace is cut; the advantage is 0).

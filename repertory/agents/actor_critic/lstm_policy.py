@@ -21,8 +21,8 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 from dm_env import specs
 import numpy as np
 
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import config as config_lib
+from repertory.agents.actor_critic import numpy_policy
 from repertory.components.league import policy as league_policy
 
 
@@ -37,7 +37,7 @@ def make_network(observation_shape: Sequence[int], num_actions: int,
                  hidden_sizes: Sequence[int], lstm_size: int) -> Any:
   """IMPALA's LSTM network (variables built) over `[B, *observation_shape]`
   float32 observations (TensorFlow)."""
-  from repertory.components.actor_critic import networks as networks_lib  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import networks as networks_lib  # pylint: disable=g-import-not-at-top
   return networks_lib.make_network(
       lstm_config(hidden_sizes, lstm_size),
       specs.Array(tuple(observation_shape), np.float32),

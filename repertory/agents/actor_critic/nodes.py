@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 from repertory import launch
 from repertory.components import replay as replay_lib
-from repertory.components.actor_critic import tables
+from repertory.agents.actor_critic import tables
 
 
 def queue_node(config: Any, spec: Any, experiment: Any,
@@ -34,7 +34,7 @@ def learner_node(config: Any, spec: Any, replay: Any, counter: Any,
   """The V-trace learner (`learning.make_learner`) sampling `replay`'s
   queue, with the experiment's logdir, seed and checkpoint settings."""
   return launch.CourierNode(
-      launch.lazy('repertory.components.actor_critic.learning:make_learner'),
+      launch.lazy('repertory.agents.actor_critic.learning:make_learner'),
       config, spec, replay, tables.TABLE, counter=counter,
       logdir=experiment.logdir, seed=experiment.seed,
       checkpoint=experiment.checkpoint)
@@ -44,5 +44,5 @@ def eval_actor_factory(config: Any, spec: Any) -> Callable[..., Any]:
   """What `experiment.add_monitor` calls to build the evaluation actor
   (`acting.make_eval_actor`), in the monitor's process."""
   return functools.partial(
-      launch.lazy('repertory.components.actor_critic.acting:make_eval_actor'),
+      launch.lazy('repertory.agents.actor_critic.acting:make_eval_actor'),
       config, spec)

@@ -4,7 +4,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from repertory.components.actor_critic import config as config_lib
+from repertory.agents.actor_critic import config as config_lib
 
 TABLE = 'queue'
 
@@ -15,7 +15,7 @@ def unroll_signature(config: config_lib.ActorCriticConfig, spec: Any,
   `envs_per_item` of them)."""
   # pylint: disable=g-import-not-at-top  # TensorFlow: in the replay node.
   from repertory.components import adders
-  from repertory.components.actor_critic import networks as networks_lib
+  from repertory.agents.actor_critic import networks as networks_lib
   # pylint: enable=g-import-not-at-top
   num_actions = networks_lib.num_actions(spec.actions)
   return adders.unroll_signature(

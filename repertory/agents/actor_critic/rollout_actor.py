@@ -11,7 +11,7 @@ from absl import logging
 
 from repertory import launch
 from repertory.components import variables
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import numpy_policy
 from repertory.components.actors import BatchedActor
 
 

@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from repertory.components import networks
-from repertory.components.actor_critic import mlp_policy
-from repertory.components.actor_critic import networks as actor_critic_nets
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import mlp_policy
+from repertory.agents.actor_critic import networks as actor_critic_nets
+from repertory.agents.actor_critic import numpy_policy
 
 FLOAT_OBS = specs.Array((4,), np.float32)
 PIXELS = specs.Array((3, 3), np.uint8)
@@ -101,8 +101,8 @@ def test_evaluation_actors_take_the_networks_greedy_actions():
   # PPO's and A3C's (numpy_policy.EvalActor) and IMPALA's/SEED's
   # (acting.EvalActor with a feedforward network), from a real VariableStore.
   from repertory.components import variables  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import acting  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import acting  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
   spec = collections.namedtuple('Spec', 'observations actions')(
       FLOAT_OBS, ACTIONS)
   config = config_lib.ActorCriticConfig(hidden_sizes=(16, 8))
@@ -122,7 +122,7 @@ def test_evaluation_actors_take_the_networks_greedy_actions():
 
 
 def test_lstm_steps_are_the_networks_with_resets_where_episodes_start():
-  from repertory.components.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import config as config_lib  # pylint: disable=g-import-not-at-top
   config = config_lib.ActorCriticConfig(hidden_sizes=(16,), use_lstm=True,
                                         lstm_size=8)
   network = actor_critic_nets.make_network(config, FLOAT_OBS, ACTIONS)
