@@ -4,7 +4,12 @@ results table: saved policies, OpenSpiel's bots, or a random player.
   python -m repertory.play --env=openspiel:connect_four \
       --players=run:runs/selfplay-c4,mcts:100 --games=200
 
+  python -m repertory.play --env=openspiel:tic_tac_toe \
+      --players=human,run:runs/selfplay-ttt --games=1   # you play it
+
 Player specs:
+  human               you, at the terminal: the game and the legal moves
+                      are shown, you type a move (its number or name)
   random              uniformly random legal moves
   mcts:<simulations>  OpenSpiel's MCTS bot (random rollouts; OpenSpiel games)
   run:<logdir>        the latest learner checkpoint of a selfplay run
@@ -93,6 +98,9 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
   """A player from its spec (see the module docstring)."""
   rng = np.random.default_rng(seed)
   kind, _, rest = spec.partition(':')
+  if kind == 'human':
+    from repertory import human_player  # pylint: disable=g-import-not-at-top
+    return human_player.HumanPlayer()
   if kind == 'random':
     return lambda env_, timestep, p: int(rng.choice(np.flatnonzero(
         timestep.observation['legal_actions'][p])))
@@ -122,7 +130,7 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
                              obs['legal_actions'][p][None], rng, greedy)
       return int(action[0])
     return act
-  raise ValueError(f'Unknown player spec {spec!r}; expected random, '
+  raise ValueError(f'Unknown player spec {spec!r}; expected human, random, '
                    'mcts:<simulations>, run:<logdir>[@<snapshot>], '
                    'ckpt:<path> or search:<simulations>:<run:... or ckpt:...>.')
 

@@ -14,6 +14,7 @@ wall-clock time (right), with markers.
 
 import collections
 import csv
+import json
 import os
 import re
 from typing import Dict, List, Sequence, Tuple, Union
@@ -61,7 +62,42 @@ def read_progress(run: str, metric: str) -> Dict[str, np.ndarray]:
         continue
       for key, value in zip(('actor_steps', 'wall_seconds', metric), values):
         columns[key].append(value)
-  return {k: np.asarray(v) for k, v in columns.items()}
+  final = _results(run)  # The run's end: a short run's curve is not a dot.
+  try:
+    values = [float(final[k]) for k in ('actor_steps', 'wall_seconds', metric)]
+  except (KeyError, ValueError, TypeError):
+    values = None
+  if values and np.isfinite(values[2]) and (
+      not columns['actor_steps'] or values[0] > columns['actor_steps'][-1]):
+    for key, value in zip(('actor_steps', 'wall_seconds', metric), values):
+      columns[key].append(value)
+  return {k: np.asarray(v) for k, v in columns.items() if v}
+
+
+def _results(run: str) -> Dict[str, object]:
+  """The run's results.json, else its config.json's experiment ({} if
+  neither is readable)."""
+  for name, key in (('results.json', None), ('config.json', 'experiment')):
+    try:
+      with open(os.path.join(run, name)) as f:
+        value = json.load(f)
+    except (OSError, ValueError):
+      continue
+    value = value.get(key, {}) if key else value
+    if isinstance(value, dict):
+      return value
+  return {}
+
+
+def title(runs: Sequence[str]) -> str:
+  """'<agent> on <env>' of the runs (each pair once)."""
+  names = []
+  for run in runs:
+    info = _results(run)
+    name = f'{info.get("agent", "?")} on {info.get("env", "?")}'
+    if name not in names:
+      names.append(name)
+  return '; '.join(names)
 
 
 def group_runs(runs: Sequence[str]) -> Dict[str, List[str]]:
@@ -76,21 +112,27 @@ def group_runs(runs: Sequence[str]) -> Dict[str, List[str]]:
 def mean_and_range(curves: Sequence[Tuple[np.ndarray, np.ndarray]],
                    num_points: int = 200
                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-  """Interpolates curves (x, y) onto a shared grid; returns x, mean, lo, hi.
+  """Curves (x, y) on one grid; returns x, mean, lo, hi.
 
-  The grid spans the x range every curve covers, so the mean never mixes in
-  extrapolated values.
+  One curve is returned as its points. For several, the grid is every
+  curve's x (or `num_points` evenly spaced when there are more) over the
+  span of all of them, and each point averages the curves that cover it: a
+  curve is never extrapolated, and no curve's early or late points are cut
+  off.
   """
-  curves = [(x, y) for x, y in curves if len(x)]
+  curves = [(np.asarray(x, float), np.asarray(y, float))
+            for x, y in curves if len(x)]
   if not curves:
     raise ValueError('No data points to plot.')
-  start = max(x[0] for x, _ in curves)
-  stop = min(x[-1] for x, _ in curves)
-  if stop <= start:
-    stop = start
-  grid = np.linspace(start, stop, num_points)
-  ys = np.stack([np.interp(grid, x, y) for x, y in curves])
-  return grid, ys.mean(0), ys.min(0), ys.max(0)
+  if len(curves) == 1:
+    x, y = curves[0]
+    return x, y, y, y
+  grid = np.unique(np.concatenate([x for x, _ in curves]))
+  if len(grid) > num_points:
+    grid = np.linspace(grid[0], grid[-1], num_points)
+  ys = np.stack([np.where((grid >= x[0]) & (grid <= x[-1]),
+                          np.interp(grid, x, y), np.nan) for x, y in curves])
+  return grid, np.nanmean(ys, 0), np.nanmin(ys, 0), np.nanmax(ys, 0)
 
 
 def plot(paths: Sequence[str], out: str,
@@ -134,6 +176,7 @@ def plot(paths: Sequence[str], out: str,
       axis.set_ylabel(m.replace('_', ' '))
       axis.grid(alpha=0.3)
   axes[0][0].legend(fontsize='small')
+  figure.suptitle(title([run for runs in groups.values() for run in runs]))
   figure.tight_layout()
   os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
   figure.savefig(out, dpi=100)

@@ -1,6 +1,7 @@
 """Tests of the learning-curve plot."""
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -32,14 +33,20 @@ def test_seeds_are_grouped_and_other_runs_are_not(tmp_path):
   assert sizes == [1, 3]
 
 
-def test_mean_and_range_over_the_shared_x_span():
+def test_mean_and_range_keeps_every_point_of_every_curve():
   a = (np.array([0., 10.]), np.array([0., 10.]))
   b = (np.array([0., 5., 20.]), np.array([2., 2., 2.]))
-  x, mean, lo, hi = plot.mean_and_range([a, b], num_points=3)
-  np.testing.assert_allclose(x, [0, 5, 10])
-  np.testing.assert_allclose(mean, [1, 3.5, 6])
-  np.testing.assert_allclose(lo, [0, 2, 2])
-  np.testing.assert_allclose(hi, [2, 5, 10])
+  x, mean, lo, hi = plot.mean_and_range([a, b], num_points=10)
+  np.testing.assert_allclose(x, [0, 5, 10, 20])
+  np.testing.assert_allclose(mean, [1, 3.5, 6, 2])   # 20: only b covers it.
+  np.testing.assert_allclose(lo, [0, 2, 2, 2])
+  np.testing.assert_allclose(hi, [2, 5, 10, 2])
+  # A later first evaluation (another seed's) does not cut the earliest.
+  c = (np.array([7., 20.]), np.array([4., 4.]))
+  x, mean, _, _ = plot.mean_and_range([b, c], num_points=10)
+  assert x[0] == 0 and mean[0] == 2
+  single = plot.mean_and_range([a], num_points=100)
+  np.testing.assert_allclose(single[0], [0, 10])     # Its own points.
 
 
 def test_rows_without_the_metric_are_skipped(tmp_path):
@@ -84,6 +91,21 @@ def test_evaluation_rows_make_their_own_panel(tmp_path):
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
   with pytest.raises(ValueError, match='No run has any of the columns'):
     plot.plot([str(tmp_path / 'sweep')], str(tmp_path / 'd.png'), 'nope')
+
+
+def test_a_short_run_has_a_curve_and_the_plot_names_agent_and_env(tmp_path):
+  run = tmp_path / 'short'
+  _write_run(run, [0.25])                    # One progress row only.
+  with open(run / 'results.json', 'w') as f:
+    json.dump({'agent': 'impala', 'env': 'catch', 'actor_steps': 180,
+               'wall_seconds': 1.6, 'episode_return_mean': 0.5}, f)
+  data = plot.read_progress(str(run), 'episode_return_mean')
+  np.testing.assert_allclose(data['actor_steps'], [100, 180])
+  np.testing.assert_allclose(data['episode_return_mean'], [0.25, 0.5])
+  assert plot.title([str(run)]) == 'impala on catch'
+  out = plot.plot([str(run)], str(tmp_path / 'short.png'))
+  with open(out, 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
 def test_help_names_only_flags_that_exist():
