@@ -26,10 +26,14 @@
   disk changes.
 - `record_update(applied, step)` saves every `checkpoint_every_*` of the model
   store; after `max_bad_updates` non-finite updates in a row it rolls back to
-  the latest checkpoint.
-- `rollback(version | tag)` restores a checkpoint and republishes its weights
-  as a new, higher version (actors and inference servers pick them up like
-  any update; the version never goes back), then checkpoints that version.
+  the newest finite weights: the skipped updates left the weights as they
+  were, so when those are finite they are checkpointed and kept; only
+  weights that are not finite go back to the latest checkpoint (which holds
+  finite weights: no other is written). Never further back than that.
+- `rollback(version | tag)` restores a checkpoint (by default the newest
+  finite weights, as above) and republishes its weights as a new, higher
+  version (actors and inference servers pick them up like any update; the
+  version never goes back), then checkpoints that version.
 - Inside a launched program, a stop handler writes a final checkpoint when
   the program stops (Ctrl-C, SIGTERM, `launch.stop()`). It is registered by
   a successful `resume()`, never before: a learner whose resume failed must
@@ -136,18 +140,23 @@ class FaultTolerance(checkpoint_writer.CheckpointWriter):
       if self.consecutive_bad < self._max_bad_updates:
         return False
       logging.error('%d non-finite updates in a row: rolling back to the '
-                    'latest checkpoint.', self.consecutive_bad)
+                    'newest finite weights.', self.consecutive_bad)
       self.rollback()
       return True
 
   def rollback(self, version: Optional[int] = None,
                tag: Optional[str] = None) -> int:
-    """Restores a checkpoint (latest by default) and republishes its weights.
+    """Restores a checkpoint and republishes its weights.
 
-    The restored weights are published as a new, higher version (so every
-    reader fetches them) and checkpointed under it. Returns that version.
+    By default the newest finite weights: the current ones if finite (they
+    are checkpointed first; the optimizer's state comes back with them),
+    else the latest checkpoint. The restored weights are published as a new,
+    higher version (so every reader fetches them) and checkpointed under it.
+    Returns that version.
     """
     with self.lock:
+      if version is None and tag is None:
+        self.checkpoint()  # Only finite weights are written.
       restored = self._model_store.restore(version=version, tag=tag)
       if restored is None:
         raise RuntimeError('Cannot roll back: no checkpoint in '

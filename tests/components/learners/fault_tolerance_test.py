@@ -64,10 +64,12 @@ def test_nan_updates_are_skipped_then_rolled_back_and_training_recovers(
   for _ in range(5):
     assert not learner.step()
   assert learner.store.version == 5
-  checkpointed = learner.weights()           # Step 5 was checkpointed.
   learner.step()
   learner.step()                             # Versions 6, 7: not on disk.
   assert learner.store.version == 7
+  # The newest finite weights: the skipped updates leave them as they are,
+  # so the rollback keeps them rather than going back to version 5.
+  checkpointed = learner.weights()
 
   learner.poison.assign(True)
   assert [learner.step() for _ in range(3)] == [False, False, True]
@@ -107,16 +109,38 @@ def test_resume_continues_version_step_and_optimizer(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-def test_fresh_start_writes_an_initial_checkpoint_to_roll_back_to(tmp_path):
+def test_rollback_with_only_the_initial_checkpoint_keeps_the_training(
+    tmp_path):
   learner = _TinyLearner(str(tmp_path), max_bad_updates=2, every=1000)
   initial = learner.weights()
   assert learner.guard.model_store.versions() == [0]
   learner.step()
+  trained = learner.weights()
   learner.poison.assign(True)
   learner.step()
-  assert learner.step()                      # Rolled back to version 0.
-  _assert_same(learner.weights(), initial)
+  assert learner.step()                      # Rolled back: to version 1.
+  _assert_same(learner.weights(), trained)
+  assert not all(np.array_equal(a, b) for a, b in zip(trained, initial))
   assert learner.store.version == 2
+  assert learner.guard.model_store.versions() == [0, 1, 2]
+
+
+def test_weights_that_are_not_finite_go_back_to_the_latest_checkpoint(
+    tmp_path):
+  learner = _TinyLearner(str(tmp_path), max_bad_updates=2, every=3)
+  for _ in range(4):
+    learner.step()                           # Version 3 on disk, then 4.
+  at_three = learner.guard.model_store.latest()
+  assert at_three.version == 3
+  learner.guard.model_store.restore(version=3)
+  checkpointed = learner.weights()
+  learner.network.trainable_variables[0].assign(
+      tf.fill(learner.network.trainable_variables[0].shape, np.inf))
+  learner.poison.assign(True)
+  learner.step()
+  assert learner.step()                      # Not finite: back to version 3.
+  _assert_same(learner.weights(), checkpointed)
+  assert learner.guard.model_store.versions()[-1] == learner.store.version
 
 
 def test_explicit_rollback_to_a_tagged_version(tmp_path):
