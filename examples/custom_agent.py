@@ -10,8 +10,7 @@ actor-critic (Mnih et al. 2016, arXiv:1602.01783, alg. S3) fed by a queue.
 
 import dataclasses
 import functools
-import os
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 import tensorflow as tf
 
@@ -119,10 +118,13 @@ class A2C(learners.Algorithm):
 
 
 def make_learner(config: Config, spec: adders.EnvironmentSpec, replay: Any,
-                 counter: Any, logdir: Optional[str] = None,
-                 seed: int = 0) -> learners.LearnerHost:
-  return learners.LearnerHost(A2C(config, spec, replay, seed), counter,
-                              logdir=logdir)
+                 counter: Any, experiment: experiment_lib.ExperimentConfig
+                 ) -> learners.LearnerHost:
+  """The host checkpoints into `<logdir>/checkpoints` as the experiment's
+  checkpoint settings say, and resumes from there on a rerun."""
+  return learners.LearnerHost.in_logdir(
+      A2C(config, spec, replay, experiment.seed), experiment.logdir,
+      counter=counter, checkpoint=experiment.checkpoint)
 
 
 def make_tables(config: Config, spec: adders.EnvironmentSpec) -> list:
@@ -138,10 +140,10 @@ def make_program(config: Config, experiment: experiment_lib.ExperimentConfig
   spec = experiment_lib.environment_spec(experiment.env)
   replay = program.add_node(launch.ReverbNode(
       functools.partial(make_tables, config, spec)), label='replay')
-  counter = experiment_lib.add_counter(program)
+  # With the logdir the counts (the step budget) continue on a rerun.
+  counter = experiment_lib.add_counter(program, experiment.logdir)
   learner = program.add_node(launch.CourierNode(
-      make_learner, config, spec, replay, counter,
-      os.path.join(experiment.logdir, 'learner'), experiment.seed),
+      make_learner, config, spec, replay, counter, experiment),
       label='learner')
   monitor = experiment_lib.add_monitor(  # Evaluates greedily, 1 environment.
       program, experiment, counter, learner, functools.partial(

@@ -18,6 +18,7 @@ names; under local_mp / ray each node process would need the registration too.
 type, but the run monitor cannot yet write a function into results.json.)
 """
 
+import sys
 from typing import Optional
 
 import dm_env
@@ -108,25 +109,27 @@ def register() -> None:
   environments.register('match_sign', make_match_sign)
 
 
-def main(argv, config_overrides) -> None:
+def main(command) -> None:
   """`repertory.run`'s entry point, in one process, with our names known."""
-  from absl import app  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from repertory import run  # pylint: disable=g-import-not-at-top
   if flags.FLAGS.lp_launch_type != 'local_mt':
-    raise app.UsageError(
-        f'--lp_launch_type={flags.FLAGS.lp_launch_type}: this script registers '
-        'its environments in this process only; use --lp_launch_type=local_mt.')
+    sys.exit(f'custom_environment.py: error: --lp_launch_type='
+             f'{flags.FLAGS.lp_launch_type}: this script registers its '
+             'environments in this process only; use '
+             '--lp_launch_type=local_mt.')
   register()
-  run.main(argv, config_overrides)
+  run.main(command)
 
 
 if __name__ == '__main__':
-  import sys  # pylint: disable=g-import-not-at-top
   from absl import app  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from repertory import run  # pylint: disable=g-import-not-at-top
   flags.FLAGS.set_default('env', 'corridor')
   flags.FLAGS.set_default('stop_at_return', '0.95')  # Corridor's best: 1.
-  argv, overrides = run.split_config_overrides(sys.argv)
-  app.run(lambda argv: main(argv, overrides), argv=argv)
+  register()  # The --env value is checked as the flags are read.
+  command = run.parse_command_line(sys.argv)
+  if command is not None:
+    app.run(lambda _: main(command), argv=command[:1],
+            flags_parser=lambda args: args)

@@ -23,14 +23,16 @@ import contextlib
 import dataclasses
 import functools
 import importlib
-import json
 import os
-import threading
+import sys
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from repertory import core
+from repertory import follow
 from repertory import launch
+from repertory import placement
+from repertory import rundir
 from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import evaluation
@@ -79,6 +81,18 @@ class ExperimentConfig:
     launch_type: recorded in results.json.
     progress_every_seconds: period of the live progress line.
     checkpoint: when the learner and the replay checkpoint (every agent).
+    max_restarts: how many times a crashed actor, evaluator or environment
+      worker node is restarted before the program fails.
+    restart_learner: restart a crashed learner (up to `max_restarts` times)
+      from its latest checkpoint instead of stopping the program.
+    share_processes: local_mp: run the replay, counter, monitor and
+      evaluator nodes in the learner's process (with `restart_learner`: the
+      counter and evaluator in the monitor's), instead of one process each;
+      see docs/performance.md.
+    actor_processes: local_mp: run the actors in at most this many
+      processes, as threads of them (0: one process per CPU core beyond the
+      first, which the learner's process keeps; without `share_processes`,
+      one per actor); ray: the same when set (0: one per actor).
   """
   agent: str = 'impala'
   env: Union[str, Callable[..., Any]] = 'catch'
@@ -96,12 +110,21 @@ class ExperimentConfig:
   progress_every_seconds: float = 5.0
   checkpoint: checkpointing.CheckpointSettings = dataclasses.field(
       default_factory=checkpointing.CheckpointSettings)
+  max_restarts: int = 3
+  restart_learner: bool = False
+  share_processes: bool = True
+  actor_processes: int = 0
 
   def __post_init__(self):
     for name in ('num_actors', 'envs_per_actor', 'max_actor_steps',
                  'eval_episodes', 'stop_evaluations'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
+    if self.actor_processes < 0:
+      raise ValueError(f'actor_processes={self.actor_processes} must be >= 0 '
+                       '(0: one per CPU core beyond the first).')
+    if self.max_restarts < 0:
+      raise ValueError(f'max_restarts={self.max_restarts} must be >= 0.')
     self.stop_at_return = _stop_at_return(self.stop_at_return, self.env)
     from repertory.environments import registry  # pylint: disable=g-import-not-at-top
     registry.check_reaches_nodes(self.env, self.launch_type)
@@ -245,57 +268,6 @@ class RunResult:
         drop=True)
 
 
-def save_config(agent_config: Any, experiment: ExperimentConfig) -> dict:
-  """Writes `<logdir>/config.json` (what a resumed run is checked against);
-  returns what it wrote."""
-  saved = {'agent': dataclasses.asdict(agent_config),
-           'experiment': dataclasses.asdict(experiment)}
-  os.makedirs(experiment.logdir, exist_ok=True)
-  with open(os.path.join(experiment.logdir, 'config.json'), 'w') as f:
-    json.dump(saved, f, indent=2, default=str)
-  return saved
-
-
-def _tail(path: str, stop: threading.Event, show: Callable[[str], None],
-          start: int) -> None:
-  """Shows each line appended to `path` (the monitor's progress, written in
-  any process) after byte `start`, until `stop` is set and the file is read
-  to its end."""
-  position, partial = start, ''
-  while True:
-    stopping = stop.wait(0.5)
-    if os.path.exists(path):
-      with open(path) as f:
-        f.seek(position)
-        text = f.read()
-        position = f.tell()
-      *lines, partial = (partial + text).split('\n')
-      for line in lines:
-        show(line)
-    if stopping:
-      return
-
-
-def resumed_at(logdir: str) -> Optional[str]:
-  """'Resumed at actor_steps=..., learner_steps=... in <logdir>.' when
-  `logdir` holds saved counts (a resumed run), else None."""
-  counts = saved_counts(logdir)
-  if counts is None:
-    return None
-  steps = ', '.join(f'{k}={int(v)}' for k, v in sorted(counts.items())
-                    if k in ('actor_steps', 'learner_steps'))
-  return f'Resumed at {steps or "the start (no steps counted)"} in {logdir}.'
-
-
-def saved_counts(logdir: str) -> Optional[Dict[str, float]]:
-  """`<logdir>/counts.json` (the counter's saved counts), if any."""
-  path = os.path.join(logdir, 'counts.json')
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
-
-
 def _agent_module(agent_config: Any) -> Any:
   """The module with `make_program` for an agent's `Config`: the Config's
   own module, else its package (repertory.agents.impala for
@@ -313,26 +285,35 @@ def _agent_module(agent_config: Any) -> Any:
 def run_experiment(agent_config: Any, experiment: ExperimentConfig,
                    program: Optional[launch.Program] = None,
                    max_restarts: Optional[Mapping[str, int]] = None,
-                   write_config: bool = True) -> RunResult:
+                   on_progress: Optional[Callable[[Dict[str, Any]],
+                                                  None]] = None,
+                   argv: Optional[List[str]] = None) -> RunResult:
   """Runs one experiment to its end in `experiment.launch_type`; returns its
-  results.
+  results. `python -m repertory.run` runs this same function.
 
-  Writes `config.json`, the node logs (`nodes/`), progress and results into
-  `experiment.logdir`; shows the run's progress as it goes, in every launch
-  type: a bar with the share of the budget and an ETA when stderr is a
-  terminal, else the monitor's lines on stdout. A resumed run (its logdir
-  holds counts) first prints "Resumed at ...".
+  Before any node starts, the run directory is checked and, when it holds
+  the run, resumed (`repertory.rundir.preflight`: settings, budget, each
+  damaged part named in one line; `rundir.RunDirError` if it cannot be
+  used); the nodes share processes as `experiment` asks
+  (`repertory.placement`). Writes `config.json`, an attempt record, the node
+  logs (`nodes/`), progress and results into `experiment.logdir`; shows the
+  run's progress as it goes: a bar with the share of the budget and an ETA
+  when stderr is a terminal, else the monitor's lines on stdout.
 
   Args:
     agent_config: the agent's `Config`.
     experiment: the run's settings (`agent` names a registered agent).
     program: the program to launch (default: the agent's
       `make_program(agent_config, experiment)`).
-    max_restarts: group -> restarts of a crashed node (default: 3 for the
-      actors and the evaluator).
-    write_config: write config.json (the command line writes it itself).
+    max_restarts: group -> restarts of a crashed node (default:
+      `placement.max_restarts`, from `experiment.max_restarts`).
+    on_progress: called with each row the run adds to `progress.csv` (a
+      dict: progress rows and evaluation rows), from this process, as the
+      run goes.
+    argv: the command line recorded in the attempt (default: `sys.argv`).
 
   Raises:
+    rundir.RunDirError: the run directory cannot be used (one line).
     The exception of a node that failed (its class is also a
     `launch.NodeError`; `launch.errors.one_line(e)` describes it in a line).
     RuntimeError: if the run ended without results.json.
@@ -340,39 +321,42 @@ def run_experiment(agent_config: Any, experiment: ExperimentConfig,
   if program is None:
     program = _agent_module(agent_config).make_program(agent_config,
                                                        experiment)
-  if write_config:
-    save_config(agent_config, experiment)
-  os.makedirs(experiment.logdir, exist_ok=True)
+  placement.place(program, experiment)
   if max_restarts is None:
-    max_restarts = {g: 3 for g in ('actor', 'evaluator', 'environment')
-                    if g in program.groups}
-  resumed = resumed_at(experiment.logdir)
-  if resumed:
-    print(resumed, flush=True)
-  # This run's own progress lines (a resumed run's log goes on from the
-  # previous ones), in every launch type: a bar on a terminal, else lines.
-  log = os.path.join(experiment.logdir, 'progress.log')
-  start = os.path.getsize(log) if os.path.exists(log) else 0
+    max_restarts = placement.max_restarts(program, experiment)
+  warnings = [rundir.oversubscription(
+      experiment.num_actors, experiment.envs_per_actor,
+      experiment.launch_type, processes=placement.actor_units(program))]
+  for warning in filter(None, warnings):  # Before the refusals.
+    print(f'repertory: warning: {warning}', file=sys.stderr, flush=True)
+  resuming, warnings = rundir.preflight_run(agent_config, experiment)
+  for warning in warnings:
+    print(f'repertory: warning: {warning}', file=sys.stderr, flush=True)
+  counts = rundir.saved_counts(experiment.logdir) or {}
+  attempt = rundir.start_attempt(
+      experiment.logdir, rundir.saved_config(agent_config, experiment), argv)
+  print(f'repertory: {experiment.agent} on {env_name(experiment.env)}, '
+        f'{experiment.num_actors} actors x {experiment.envs_per_actor} envs, '
+        f'launch type {experiment.launch_type}; logs in {experiment.logdir}'
+        + (' (resuming the run there)' if resuming else ''), flush=True)
+  if resuming:
+    print(rundir.resumed_at(experiment.logdir) or '', flush=True)
   display = loggers.ProgressDisplay(
-      experiment.max_actor_steps,
-      initial=int((saved_counts(experiment.logdir) or {}).get(
-          'actor_steps', 0)))
-  stop_tail = threading.Event()
-  tail = threading.Thread(target=_tail, daemon=True,
-                          args=(log, stop_tail, display.show, start))
-  tail.start()
+      experiment.max_actor_steps, initial=int(counts.get('actor_steps', 0)))
+  follower = follow.Follower(experiment.logdir, display.show, on_progress)
+  follower.start()
   try:
     with monitor_lib.lines_shown_elsewhere():
       launch.launch(program, launch_type=experiment.launch_type,
                     logdir=os.path.join(experiment.logdir, 'nodes'),
                     max_restarts=dict(max_restarts), block=True)
   finally:
-    stop_tail.set()
-    tail.join(timeout=10)
+    follower.stop()
     display.close()
+    results = attempt.end()  # This attempt's record (repertory/rundir).
   path = os.path.join(experiment.logdir, 'results.json')
-  if not os.path.exists(path):
+  if results is None and not os.path.exists(path):
     raise RuntimeError(f'The run ended without writing {path}; see the node '
                        f'logs in {os.path.join(experiment.logdir, "nodes")}.')
-  with open(path) as f:
-    return RunResult(experiment.logdir, json.load(f))
+  return RunResult(experiment.logdir,
+                   results if results is not None else rundir.read_json(path))

@@ -14,8 +14,10 @@ trials run one after another (each program uses every core); with
 `--sweep_concurrency` at a time, each program's output in `output.log` in
 its run directory. The table (`<logdir>/sweep.csv`, printed at
 the end) has a row per trial: its grid values, seed, run directory and the
-figures of its results.json. `python -m repertory.plot <logdir>` draws the
-trials, seeds as a mean with shading.
+figures of its results.json; below it a row per grid point gives the mean
+over seeds with its 95% interval (`summary_text`).
+`python -m repertory.plot <logdir>` draws the trials, seeds as a mean with
+shading.
 
 From Python: `run_sweep(base_args, program, seeds=3, grid={...}, logdir=...)`
 returns the table as a pandas DataFrame.
@@ -23,9 +25,10 @@ returns the table as a pandas DataFrame.
 
 import itertools
 import json
+import math
 import os
 import subprocess
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # Where a Tune trial's program output goes, in its run directory.
 OUTPUT_FILE = 'output.log'
@@ -75,11 +78,11 @@ def trials(grid: Mapping[str, Sequence[str]], seeds: int, base_seed: int,
 
 def trial_command(program: Sequence[str], base_args: Sequence[str],
                   trial: Mapping[str, Any]) -> List[str]:
-  """The command line of one trial: the program, the sweep's own flags
-  minus those the sweep sets, then the trial's."""
-  kept = [a for a in base_args
-          if a.lstrip('-').split('=', 1)[0] not in SWEEP_FLAGS]
-  return [*program, *kept, *(f'--{n}={v}' for n, v in trial['point'].items()),
+  """The command line of one trial: the program, the flags every trial gets
+  (`base_args`, without the `SWEEP_FLAGS`), then the trial's (the last of
+  a flag given twice wins)."""
+  return [*program, *base_args,
+          *(f'--{n}={v}' for n, v in trial['point'].items()),
           f'--seed={trial["seed"]}', f'--logdir={trial["logdir"]}']
 
 
@@ -181,6 +184,10 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
       a time; Tune's own records go to `<logdir>/tune`.
   """
   import pandas as pd  # pylint: disable=g-import-not-at-top
+  for arg in base_args:
+    if arg.lstrip('-').split('=', 1)[0] in SWEEP_FLAGS:
+      raise ValueError(f'run_sweep: {arg!r} in base_args: the sweep sets '
+                       f'{", ".join(SWEEP_FLAGS)} itself.')
   logdir = os.path.abspath(logdir)
   runs = trials(dict(grid or {}), seeds, base_seed, logdir)
   program = list(program)
@@ -207,3 +214,53 @@ def summarize(table: Any) -> Any:
   """Mean and standard deviation over seeds of each grid point."""
   numeric = [c for c in TABLE_COLUMNS if c in table]
   return table.groupby('label')[numeric].agg(['mean', 'std'])
+
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (beyond the
+# table: the normal's 1.96).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
+        7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131,
+        20: 2.086, 30: 2.042}
+
+
+def t95(dof: int) -> float:
+  """The 95% two-sided quantile of Student's t with `dof` degrees of freedom
+  (the next smaller tabulated one, so the interval errs wide)."""
+  if dof < 1:
+    return math.nan
+  return _T95[max(k for k in _T95 if k <= dof)] if dof <= 30 else 1.96
+
+
+def interval(values: Sequence[float]) -> Tuple[float, float, int]:
+  """(mean, half width of its 95% interval, n) of seeds' figures
+  (Student's t; the half width is nan for one seed)."""
+  values = [float(v) for v in values if v is not None and not math.isnan(
+      float(v))]
+  if not values:
+    return math.nan, math.nan, 0
+  mean = sum(values) / len(values)
+  if len(values) < 2:
+    return mean, math.nan, len(values)
+  var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+  return mean, t95(len(values) - 1) * math.sqrt(var / len(values)), len(values)
+
+
+SUMMARY_COLUMNS = ('eval_return_mean', 'episode_return_mean')
+
+
+def summary_text(table: Any) -> str:
+  """A row per grid point: the mean over seeds of each of
+  `SUMMARY_COLUMNS` with its 95% interval (mean ± half width, n seeds)."""
+  lines = []
+  for label, rows in table.groupby('label', sort=False):
+    parts = []
+    for column in SUMMARY_COLUMNS:
+      if column not in rows:
+        continue
+      mean, half, n = interval(rows[column].tolist())
+      if n:
+        parts.append(f'{column} {mean:.4g} ± {half:.3g} (95%, n={n})'
+                     if n > 1 else f'{column} {mean:.4g} (n=1, no interval)')
+    lines.append(f'mean over seeds  {label}: ' + ('; '.join(parts) or
+                                                 'no results'))
+  return '\n'.join(lines)

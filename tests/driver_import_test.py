@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from repertory import agents
-from repertory import run
+from repertory import placement
 
 
 def _run_blocked(code: str, tmp_path) -> str:
@@ -34,8 +34,7 @@ def _build(tmp_path, agent: str, after: str, *extra_flags: str) -> str:
       argv = ['run', '--agent={agent}', '--env=gym:CartPole-v1',
               '--lp_launch_type=local_mp', *{list(extra_flags)!r},
               '--logdir={tmp_path}/run']
-      argv = run.define_config_flag('{agent}', argv)
-      flags.FLAGS(argv)
+      run.parse_command_line(argv)
       config, experiment, program = run.build()
   ''')
   return _run_blocked(build + textwrap.dedent(after), tmp_path)
@@ -74,7 +73,7 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
                             "'monitor', 'replay']"}[agent]
   assert f'UNIT learner/0 {learner_labels}' in out, out
   # On this machine's cores: one actor process per core beyond the first.
-  processes = run.actor_processes(0)
+  processes = placement.actor_processes(0)
   if processes == 1:
     assert "UNIT actor/0 ['actor', 'actor']" in out, out
   else:
@@ -115,9 +114,9 @@ def test_actor_processes_on_ray_only_when_asked(tmp_path):
 
 
 def test_actor_processes_auto_is_one_per_core_beyond_the_first():
-  assert [run.actor_processes(0, cores=c) for c in (1, 2, 3, 16)] == [
+  assert [placement.actor_processes(0, cores=c) for c in (1, 2, 3, 16)] == [
       1, 1, 2, 15]
-  assert run.actor_processes(4, cores=2) == 4
+  assert placement.actor_processes(4, cores=2) == 4
 
 
 def test_restart_learner_keeps_the_learner_and_replay_apart(tmp_path):

@@ -26,19 +26,16 @@ def _run(*args, timeout=300):
                         capture_output=True, text=True, timeout=timeout)
 
 
-def test_split_config_overrides():
-  rest, overrides = run.split_config_overrides(
-      ['prog', '--env=catch', '--config.unroll_length=5',
-       '--config.hidden_sizes=32,32'])
-  assert rest == ['prog', '--env=catch']
-  assert overrides == {'unroll_length': '5', 'hidden_sizes': '32,32'}
-
-
 @pytest.mark.parametrize('args, message', [
     (['--agent=nope'], "Unknown agent 'nope'; known agents: "),
     (['--env=nope'], "Unknown environment spec 'nope'"),
     (['--config.nope=1'], "Unknown config field 'nope' for agent 'impala'"),
-    (['--config.unroll_length=x'], "--config.unroll_length='x': expected int"),
+    (['--config.unroll_length=x'], "--config.unroll_length=x: invalid"),
+    (['--config.checkpoint.nope=1'], "Unknown config field 'checkpoint.nope'"),
+    (['--config.checkpoint_every_steps=5'],
+     'renamed --config.checkpoint.every_steps'),
+    (['--config.checkpoint.to_keep=0'], 'to_keep must be a positive int'),
+    (['--actor_processes=-1'], 'actor_processes=-1 must be >= 0'),
     (['--agent=seed', '--config.inference_placement=gpu'],
      "inference_placement='gpu'"),
     (['--config.max_queue_size=4'],  # The default batch_size is 8.
@@ -101,6 +98,11 @@ def test_help_shows_the_shared_flags_and_the_agents_fields():
   assert "--config.<field> of agent 'ppo':" in text
   assert '  unroll_length (int, default 32): steps each environment' in text
   assert 'value_clip_epsilon (Optional[float], default None)' in text
+  # The checkpoint settings every agent shares, under their flag names.
+  assert '--config.checkpoint.<field> (every agent):' in text
+  for field in ('every_steps', 'every_minutes', 'to_keep', 'max_bad_updates',
+                'replay_every_minutes'):
+    assert f'\n  checkpoint.{field} (' in text, field
 
 
 def test_a_script_built_on_run_shows_the_same_help():

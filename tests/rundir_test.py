@@ -72,7 +72,7 @@ def test_run_files_without_config_is_not_a_run_directory(tmp_path):
   # Unrelated files are not run files: a new run may start there.
   other = tmp_path / 'other'
   _write(str(other / 'notes.txt'), 'x')
-  assert rundir.preflight(str(other), _saved()) == []
+  assert rundir.preflight(str(other), _saved()) == (False, [])
 
 
 @pytest.mark.parametrize(
@@ -228,7 +228,7 @@ def test_run_warns_about_too_many_actors_before_anything_starts(tmp_path):
   cores = os.cpu_count()
   result = _run(f'--logdir={logdir}', f'--num_actors={4 * cores + 1}')
   lines = result.stderr.strip().splitlines()
-  assert lines[0].startswith(f'repertory.run: warning: --num_actors='
+  assert lines[0].startswith(f'repertory: warning: --num_actors='
                              f'{4 * cores + 1} starts'), result.stderr
   assert '--envs_per_actor=' in lines[0]
   assert lines[1].startswith('repertory.run: error: ') and len(lines) == 2

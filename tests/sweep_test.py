@@ -29,8 +29,7 @@ def test_grid_and_trials():
       ('learning_rate=3e-3_num_actors=2', 5),
       ('learning_rate=3e-3_num_actors=2', 6)]
   assert runs[1]['logdir'] == '/s/learning_rate=1e-3_num_actors=2/seed6'
-  command = sweep.trial_command(['prog'], ['--env=catch', '--seeds=2',
-                                           '--logdir=/s', '--seed=5'], runs[1])
+  command = sweep.trial_command(['prog'], ['--env=catch'], runs[1])
   assert command == ['prog', '--env=catch', '--config.learning_rate=1e-3',
                      '--num_actors=2', '--seed=6',
                      '--logdir=/s/learning_rate=1e-3_num_actors=2/seed6']

@@ -66,6 +66,36 @@ def test_program_runs_to_its_budget_in_test_mt(tmp_path, load_example):
   assert 0 < results['tables/queue/samples_per_insert'] <= 1
 
 
+def test_a_rerun_resumes_the_learner_and_the_budget(tmp_path, load_example):
+  """The example checkpoints and resumes like a built-in agent."""
+  a2c = load_example('custom_agent')
+  config = a2c.Config(**TINY)
+  first = experiment_lib.run_experiment(config, _experiment(
+      tmp_path, max_actor_steps=300, stop_at_return='never',
+      eval_every_steps=0))
+  checkpoints = glob.glob(os.path.join(tmp_path, 'checkpoints', 'latest',
+                                       'ckpt-*.index'))
+  assert checkpoints  # The LearnerHost was given <logdir>/checkpoints.
+  version = max(int(os.path.basename(p)[5:-6]) for p in checkpoints)
+  with open(os.path.join(tmp_path, 'counts.json')) as f:
+    counts = json.load(f)
+  assert counts['actor_steps'] == first.results['actor_steps']
+
+  second = experiment_lib.run_experiment(config, _experiment(
+      tmp_path, max_actor_steps=600, stop_at_return='never',
+      eval_every_steps=0))
+  # The budget continued: 600 in all, not 300 more from 0.
+  assert 600 <= second.results['actor_steps'] <= 602
+  with open(os.path.join(tmp_path, 'attempts', '2', 'attempt.json')) as f:
+    start = json.load(f)['counts_at_start']
+  assert start['actor_steps'] == counts['actor_steps']
+  # The learner went on from its checkpoint (versions never restart).
+  with open(os.path.join(tmp_path, 'learner', 'csv', 'learner.csv')) as f:
+    versions = [int(row['learner/version']) for row in csv.DictReader(f)]
+  assert max(versions) > version
+  assert second.results['learner_steps'] > first.results['learner_steps']
+
+
 @pytest.mark.slow  # Ten to thirty seconds alone; a minute on a loaded machine.
 def test_command_line_runs_to_its_budget_with_the_built_in_flags(
     tmp_path, example_path):

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 _FLAGS = ['--lp_launch_type=local_mt', '--num_actors=1', '--envs_per_actor=8',
           '--stop_at_return=never', '--eval_episodes=1',
-          '--config.checkpoint_every_steps=5', '--config.checkpoints_to_keep=3']
+          '--config.checkpoint.every_steps=5', '--config.checkpoint.to_keep=3']
 
 
 def _run(logdir, budget):

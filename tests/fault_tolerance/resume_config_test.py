@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from repertory import experiment as experiment_lib
-from repertory import run
+from repertory import rundir
 from repertory.agents import impala
 
 
@@ -19,9 +19,9 @@ def test_config_differences_names_nested_fields_and_allows_budgets():
          'experiment': {'seed': 0, 'max_actor_steps': 100}}
   new = {'agent': {'learning_rate': 0.5, 'hidden_sizes': [64, 64]},
          'experiment': {'seed': 1, 'max_actor_steps': 200}}
-  assert run.config_differences(old, new) == [
+  assert rundir.config_differences(old, new) == [
       'agent.learning_rate: 0.001 -> 0.5', 'experiment.seed: 0 -> 1']
-  assert run.config_differences(old, old) == []
+  assert rundir.config_differences(old, old) == []
 
 
 def test_rerun_with_a_changed_config_is_refused(tmp_path):
@@ -68,27 +68,27 @@ def test_a_field_added_since_the_run_resumes_at_its_default(tmp_path):
     json.dump({'agent': older, 'experiment': {'seed': 0}}, f, default=str)
 
   same = {'agent': defaults, 'experiment': {'seed': 0}}
-  assert run.check_resume(logdir, same, agent_defaults=defaults)
+  assert rundir.check_resume(logdir, same, agent_defaults=defaults)
   changed = {'agent': dataclasses.asdict(impala.Config(passes_per_batch=4)),
              'experiment': {'seed': 0}}
-  with pytest.raises(SystemExit, match=r"passes_per_batch: '<absent>' -> 4"):
-    run.check_resume(logdir, changed, agent_defaults=defaults)
+  with pytest.raises(rundir.RunDirError, match=r"passes_per_batch: '<absent>' -> 4"):
+    rundir.check_resume(logdir, changed, agent_defaults=defaults)
   # Without the defaults (an agent whose config needs arguments) any added
   # field is a difference, as before.
-  with pytest.raises(SystemExit, match='passes_per_batch'):
-    run.check_resume(logdir, same)
+  with pytest.raises(rundir.RunDirError, match='passes_per_batch'):
+    rundir.check_resume(logdir, same)
 
 
 def test_config_differences_skips_only_absent_fields_at_their_default():
   defaults = {'agent': {'a': 1, 'b': [64, 64]}}
   old = {'agent': {'b': [64, 64]}}
-  assert run.config_differences(old, {'agent': {'a': 1, 'b': [64, 64]}},
+  assert rundir.config_differences(old, {'agent': {'a': 1, 'b': [64, 64]}},
                                 defaults=defaults) == []
-  assert run.config_differences(old, {'agent': {'a': 2, 'b': [64, 64]}},
+  assert rundir.config_differences(old, {'agent': {'a': 2, 'b': [64, 64]}},
                                 defaults=defaults) == [
                                     "agent.a: '<absent>' -> 2"]
   # A field present in both is compared whatever its default.
-  assert run.config_differences({'agent': {'a': 2, 'b': [64, 64]}},
+  assert rundir.config_differences({'agent': {'a': 2, 'b': [64, 64]}},
                                 {'agent': {'a': 1, 'b': [64, 64]}},
                                 defaults=defaults) == ['agent.a: 2 -> 1']
 
@@ -106,13 +106,13 @@ def test_an_experiment_field_added_since_the_run_resumes_at_its_default(
   with open(os.path.join(logdir, 'config.json'), 'w') as f:
     json.dump(older, f)
 
-  defaults = run._default_config(experiment)  # pylint: disable=protected-access
-  assert run.check_resume(logdir, saved, experiment_defaults=defaults)
+  defaults = rundir.default_config(experiment)
+  assert rundir.check_resume(logdir, saved, experiment_defaults=defaults)
   changed = dict(saved, experiment=dataclasses.asdict(
       dataclasses.replace(experiment, envs_per_actor=3)))
-  with pytest.raises(SystemExit,
+  with pytest.raises(rundir.RunDirError,
                      match=r"experiment.envs_per_actor: '<absent>' -> 3"):
-    run.check_resume(logdir, changed, experiment_defaults=defaults)
+    rundir.check_resume(logdir, changed, experiment_defaults=defaults)
 
 
 def test_default_config_of_a_config_that_needs_arguments():
@@ -124,7 +124,7 @@ def test_default_config_of_a_config_that_needs_arguments():
     rate: float = 0.5
     sizes: tuple = dataclasses.field(default_factory=lambda: (64, 64))
 
-  assert run._default_config(Needs(required=1)) == {  # pylint: disable=protected-access
+  assert rundir.default_config(Needs(required=1)) == {
       'rate': 0.5, 'sizes': (64, 64)}
 
 
@@ -140,11 +140,11 @@ def test_a_run_from_before_batched_items_resumes_only_as_it_ran(tmp_path):
     json.dump({'agent': older, 'experiment': {'seed': 0}}, f, default=str)
   former = impala.Config.FORMER_DEFAULTS
   assert former == {'batched_items': False}
-  with pytest.raises(SystemExit, match='batched_items: False -> True'):
-    run.check_resume(logdir, {'agent': defaults, 'experiment': {'seed': 0}},
+  with pytest.raises(rundir.RunDirError, match='batched_items: False -> True'):
+    rundir.check_resume(logdir, {'agent': defaults, 'experiment': {'seed': 0}},
                      agent_defaults=defaults, agent_former_defaults=former)
   as_it_ran = dataclasses.asdict(impala.Config(batched_items=False))
-  assert run.check_resume(logdir, {'agent': as_it_ran,
+  assert rundir.check_resume(logdir, {'agent': as_it_ran,
                                    'experiment': {'seed': 0}},
                           agent_defaults=defaults,
                           agent_former_defaults=former)

@@ -109,8 +109,8 @@ def test_sigterm_then_rerun_resumes(tmp_path):
       '--max_actor_steps=1000000000', '--stop_at_return=never',
       '--eval_episodes=1', '--config.unroll_length=10',
       '--config.batch_size=4', '--config.max_queue_size=16',
-      '--config.checkpoint_every_steps=10', '--config.learner_log_every=5',
-      '--config.replay_checkpoint_minutes=30',
+      '--config.checkpoint.every_steps=10', '--config.learner_log_every=5',
+      '--config.checkpoint.replay_every_minutes=30',
       '--lp_termination_notice_secs=60']
   _run_until_stopped(command, logdir,
                      lambda: ((_latest(logdir) or (0, 0))[1] >= 10 and

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from repertory import experiment as experiment_lib
-from repertory import run
+from repertory import rundir
 from repertory.agents import selfplay
 
 
@@ -23,7 +23,7 @@ def test_a_selfplay_run_resumes_with_the_same_settings(tmp_path):
   config = selfplay.Config(policy_loss='mmd', magnet_update_steps=300)
   (tmp_path / 'config.json').write_text(
       json.dumps(_saved(experiment, config), default=str))
-  assert run.check_resume(str(tmp_path), _saved(experiment, config))
-  with pytest.raises(SystemExit, match=r'agent\.magnet_strength: 0\.1 -> 0\.5'):
-    run.check_resume(str(tmp_path), _saved(
+  assert rundir.check_resume(str(tmp_path), _saved(experiment, config))
+  with pytest.raises(rundir.RunDirError, match=r'agent\.magnet_strength: 0\.1 -> 0\.5'):
+    rundir.check_resume(str(tmp_path), _saved(
         experiment, dataclasses.replace(config, magnet_strength=0.5)))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from repertory import experiment as experiment_lib
-from repertory import run
+from repertory import rundir
 from repertory.agents import impala
 from repertory.components import checkpointing
 
@@ -49,11 +49,11 @@ def _old_run_dir(tmp_path, every_steps=1000):
 
 def test_an_old_run_directory_resumes_with_the_same_settings(tmp_path):
   experiment = _old_run_dir(tmp_path)
-  assert run.check_resume(str(tmp_path), _saved(experiment, impala.Config()))
+  assert rundir.check_resume(str(tmp_path), _saved(experiment, impala.Config()))
 
 
 def test_an_old_run_directory_with_other_settings_names_the_field(tmp_path):
   experiment = _old_run_dir(tmp_path, every_steps=50)
-  with pytest.raises(SystemExit, match=r'experiment\.checkpoint\.every_steps: '
+  with pytest.raises(rundir.RunDirError, match=r'experiment\.checkpoint\.every_steps: '
                      r'50 -> 1000'):
-    run.check_resume(str(tmp_path), _saved(experiment, impala.Config()))
+    rundir.check_resume(str(tmp_path), _saved(experiment, impala.Config()))
