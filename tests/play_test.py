@@ -115,3 +115,33 @@ def test_a_run_plays_only_the_game_view_it_was_trained_on(tmp_path):
                      r"four/relative'; play it with --env=openspiel:connect_"
                      r"four/relative, not 'openspiel:connect_four'"):
     play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four')
+
+
+def test_a_person_plays_at_the_terminal():
+  """`--players=human,random`: the game and the legal moves are shown, the
+  typed moves are played (a wrong one is asked again), the table follows."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  typed = '\n'.join(['x', 'Pass'] + ['0'] * 20) + '\n'
+  result = subprocess.run(
+      [sys.executable, '-m', 'repertory.play', '--env=openspiel:kuhn_poker',
+       '--players=human,random', '--games=1'], input=typed,
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+  out = result.stdout
+  assert 'You are player ' in out and 'Your moves: 0=Pass, 1=Bet' in out
+  assert "'x' is not a legal move; type one of 0, 1" in out
+  assert out.count('--- game ') == 2                 # One game per seat.
+  assert 'human' in out.splitlines()[-1]             # The results table.
+
+
+def test_a_human_player_stops_at_the_end_of_input():
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  result = subprocess.run(
+      [sys.executable, '-m', 'repertory.play', '--env=openspiel:kuhn_poker',
+       '--players=human,random', '--games=1'], input='',
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      'repertory.play: stopped (end of input).')

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from repertory import experiment as experiment_lib
+from repertory import follow
 from repertory import sweep
 from repertory.agents import impala
 
@@ -57,6 +58,15 @@ def test_seeds_from_one_command_give_a_table(tmp_path):
     assert os.path.exists(os.path.join(row['logdir'], 'config.json'))
     assert 200 <= row['actor_steps'] <= 202
   assert 'sweep.csv' in result.stdout
+  assert 'mean over seeds  default: ' in result.stdout
+  assert '(95%, n=2)' in result.stdout
+
+
+def test_interval_is_students_t():
+  mean, half, n = sweep.interval([1.0, 2.0, 3.0, None])
+  assert (mean, n) == (2.0, 3)
+  assert half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+  assert sweep.interval([5.0])[1] != sweep.interval([5.0])[1]  # nan
 
 
 _FAILING_TRIAL = 'import sys; print("out", sys.argv[1:]); sys.exit(3)'
@@ -92,8 +102,14 @@ def test_run_experiment_returns_results_and_progress(tmp_path, capsys):
       progress_every_seconds=0.2)
   config = impala.Config(unroll_length=4, batch_size=2, hidden_sizes=(16,),
                          max_queue_size=8)
-  result = experiment_lib.run_experiment(config, experiment)
+  rows = []
+  result = experiment_lib.run_experiment(config, experiment,
+                                         on_progress=rows.append)
   assert 300 <= result.results['actor_steps'] <= 301
+  # The rows were streamed as the run went: the same as progress.csv's.
+  assert rows and rows == follow.read_rows(
+      os.path.join(tmp_path, 'progress.csv'))
+  assert any(row.get('eval_return_mean') is not None for row in rows)
   assert result.results['eval_episodes'] == 2
   assert os.path.exists(os.path.join(tmp_path, 'config.json'))
   evaluations = result.evaluations()

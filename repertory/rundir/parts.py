@@ -52,7 +52,7 @@ def learner_checkpoints(logdir: str) -> Tuple[Optional[int], List[str]]:
     match = _CHECKPOINT.search(os.path.basename(path))
     if match:
       by_version.setdefault(int(match.group(1)), []).append(path)
-  warnings = []
+  bad = []
   for version in sorted(by_version, reverse=True):
     paths = by_version[version]
     prefix = os.path.join(latest, f'ckpt-{version}')
@@ -62,16 +62,21 @@ def learner_checkpoints(logdir: str) -> Tuple[Optional[int], List[str]]:
       from repertory.components import model_store  # pylint: disable=g-import-not-at-top
       problem = model_store.checkpoint_problem(prefix)
     if problem is None:
+      warnings = []
+      for bad_prefix, bad_paths, why in bad:
+        _set_aside(bad_paths, unreadable)
+        warnings.append(f'learner checkpoint {bad_prefix} is unreadable '
+                        f'({why}): set aside in {unreadable}; using the one '
+                        'before it.')
       return version, warnings
-    _set_aside(paths, unreadable)
-    warnings.append(f'learner checkpoint {prefix} is unreadable ({problem}): '
-                    f'set aside in {unreadable}; using the one before it.')
-  if by_version:
+    bad.append((prefix, paths, problem))
+  if bad:  # Nothing is moved: the directory stays as it was.
+    prefix, _, why = bad[0]
     raise RunDirError(
-        f'No learner checkpoint in {latest} is readable (set aside in '
-        f'{unreadable}); restore them from a backup, or choose another '
+        f'No learner checkpoint in {latest} is readable (the latest, '
+        f'{prefix}: {why}); restore them from a backup, or choose another '
         '--logdir to start afresh.')
-  return None, warnings
+  return None, []
 
 
 def _tfrecord_problem(path: str) -> Optional[str]:

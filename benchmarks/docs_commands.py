@@ -1,0 +1,129 @@
+r"""Runs every `python -m repertory.<module>` command of docs/*.md and README.md
+briefly, and prints a table: each command's file and line, its status and
+its last line.
+
+  python benchmarks/docs_commands.py                   # every command
+  python benchmarks/docs_commands.py --only=experiments --steps=3000
+
+A command is taken from a ```sh (or ```bash, ```console) block, with its
+`\`-continued lines joined. Training commands (`repertory.run`) run with
+`--max_actor_steps` cut to `--steps` and their `--logdir` moved under a
+temporary directory; each runs at most `--timeout` seconds, and passes if it
+exits 0 (or on time, for a command that serves until stopped). Commands that
+need something this script does not start (a Ray cluster, a remote
+environment service, another program's output) are listed as skipped, with
+the reason.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional, Tuple
+
+from absl import app
+from absl import flags
+
+_ONLY = flags.DEFINE_string('only', '', 'Only docs files whose name has this.')
+_STEPS = flags.DEFINE_integer('steps', 2000, 'The --max_actor_steps of a '
+                              'training command.')
+_TIMEOUT = flags.DEFINE_integer('timeout', 300, 'Seconds per command.')
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BLOCK = re.compile(r'```(?:sh|bash|console|shell)\n(.*?)```', re.S)
+# What a command needs that this script does not provide: skipped.
+NEEDS = {
+    '--lp_launch_type=ray': 'a Ray cluster',
+    'RAY_ADDRESS': 'a Ray cluster',
+    'remote:': 'a remote environment service',
+    '--ray_address': 'a Ray cluster',
+    '<': 'a placeholder to fill in',
+}
+
+
+def extract(path: str) -> List[Tuple[int, str]]:
+  """(line, command) of each `python -m repertory.` command in `path`."""
+  with open(path) as f:
+    text = f.read()
+  commands = []
+  for block in _BLOCK.finditer(text):
+    start = text.count('\n', 0, block.start(1)) + 1
+    joined, first = '', None
+    for offset, line in enumerate(block.group(1).splitlines()):
+      line = line.strip()
+      if first is None:
+        first = start + offset
+      joined += ' ' + line.rstrip('\\').strip()
+      if line.endswith('\\'):
+        continue
+      if 'python -m repertory.' in joined:
+        commands.append((first, joined.strip()))
+      joined, first = '', None
+  return commands
+
+
+def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],
+                                                  Dict[str, str], str]:
+  """(argv to run or None to skip, environment additions, why skipped)."""
+  for needle, what in NEEDS.items():
+    if needle in command:
+      return None, {}, f'needs {what}'
+  words = shlex.split(command, comments=True)
+  if any('runs/' in w for w in words if not w.startswith('--logdir=')):
+    return None, {}, "needs another command's run directory"
+  env = {}
+  while words and '=' in words[0] and not words[0].startswith('-'):
+    name, _, value = words.pop(0).partition('=')
+    env[name] = value
+  if words[:1] != ['python']:
+    return None, {}, 'not a plain python command'
+  argv = [sys.executable, *words[1:]]
+  if words[1:3] == ['-m', 'repertory.run'] and not any(
+      w in ('--help', '-h') for w in words):
+    argv = [a for a in argv if not a.startswith(('--max_actor_steps=',
+                                                 '--logdir='))]
+    argv += [f'--max_actor_steps={_STEPS.value}',
+             f'--logdir={os.path.join(workdir, str(len(os.listdir(workdir))))}']
+  return argv, env, ''
+
+
+def run_one(argv: List[str], env: Dict[str, str]) -> Tuple[str, str]:
+  """(status, last line of output)."""
+  try:
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT,
+                            timeout=_TIMEOUT.value,
+                            env={**os.environ, **env})
+  except subprocess.TimeoutExpired:
+    return 'timeout', ''
+  lines = (result.stdout + result.stderr).strip().splitlines()
+  return ('ok' if result.returncode == 0 else f'exit {result.returncode}',
+          lines[-1][:100] if lines else '')
+
+
+def main(argv: List[str]) -> None:
+  del argv
+  docs = [os.path.join(ROOT, 'README.md')] + sorted(
+      os.path.join(ROOT, 'docs', name)
+      for name in os.listdir(os.path.join(ROOT, 'docs'))
+      if name.endswith('.md'))
+  failed = 0
+  with tempfile.TemporaryDirectory() as workdir:
+    for path in docs:
+      if _ONLY.value and _ONLY.value not in os.path.basename(path):
+        continue
+      for line, command in extract(path):
+        where = f'{os.path.relpath(path, ROOT)}:{line}'
+        prepared, env, why = prepare(command, workdir)
+        if prepared is None:
+          print(f'{where}\tskipped ({why})\t{command}', flush=True)
+          continue
+        status, last = run_one(prepared, env)
+        failed += status != 'ok'
+        print(f'{where}\t{status}\t{command}\t{last}', flush=True)
+  sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+  app.run(main)
