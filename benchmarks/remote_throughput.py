@@ -1,12 +1,12 @@
 r"""Remote environments: action throughput and latency through the gRPC
 service, beside in-process SEED actors, and time for remote clients to
-solve Catch. Results go to BENCHMARKS.md ("Remote environments").
+solve Catch. Results go to BENCHMARKS.md ("Remote environment throughput").
 
-  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=throughput --episodes=1,4,16,64 --seconds=8
-  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=solve --kind=node --processes=4
-  flock /tmp/cpu.lock timeout 600 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=solve --agent=ppo --processes=4 --threads=4
 
 throughput: SEED on `remote:catch` in local_mt (learner training), N
