@@ -172,8 +172,8 @@ def main(_):
            ('pipelined futures (test_mt threads)', pipelined * 1e6, 'us/call')]
   print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", started)}, '
         f'{os.cpu_count()} CPUs, load average {load:.2f} at start, '
-        f'{os.getloadavg()[0]:.2f} at end; {_REPEATS.value} launches of '
-        f'{_NUM_NODES.value} nodes, {_CALLS.value} calls each\n')
+        f'{os.getloadavg()[0]:.2f} at end; launches: {_REPEATS.value}, '
+        f'nodes: {_NUM_NODES.value}, calls: {_CALLS.value}\n')
   print('| measurement (median) | value |')
   print('|---|---:|')
   for name, value, unit in rows:
