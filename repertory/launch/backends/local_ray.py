@@ -35,9 +35,8 @@ interface.
 
 `ray.init` then waits for the raylet to register with the GCS through
 `services.get_node`, which after a first miss waits long before it asks
-again (BENCHMARKS.md); `start()` first watches Ray's node table every
-`_NODE_POLL_S`, so that the call finds the node at once (lean or full
-start alike).
+again; `start()` first watches Ray's node table every `_NODE_POLL_S`, so
+that the call finds the node at once (lean or full start alike).
 
 `connect()` joins an existing cluster (launch_type='ray', Tune sweeps),
 finding its node under 127.0.0.1 or the machine's outward address as the
