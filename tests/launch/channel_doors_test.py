@@ -96,7 +96,9 @@ def test_a_keyed_peer_is_served_while_slow_drippers_fill_every_slot(server):
                 read_timeout=60.0)
   drippers = _Drippers(made.address, count=16, period=0.2)
   try:
-    time.sleep(1.0)  # Every dripper has connected and is dripping.
+    # Every dripper has connected (the first 4 hold the handshake slots,
+    # older than a second by now).
+    time.sleep(1.5)
     for i in range(3):  # A restarted keyed node, again and again.
       client = channel.ChannelClient(made.address, authkey=_KEY,
                                      connect_timeout=10)

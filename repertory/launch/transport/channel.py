@@ -39,9 +39,10 @@ Security (see docs/security.md):
   nobody else) and has one deadline for the whole of it,
   `handshake_timeout`, however the peer drips its bytes. At most
   `max_handshakes` connections may be in their handshake at once: a new
-  connection cuts the oldest unfinished one, so peers that never
-  authenticate cannot hold the door shut to one that holds the key (which
-  finishes in a round trip). At most `max_connections` authenticated
+  connection cuts the oldest unfinished one (if it began over a second
+  ago; else the newcomer is closed), so peers that never authenticate
+  cannot hold the door shut to one that holds the key (which finishes in a
+  round trip, before it could be cut). At most `max_connections` authenticated
   connections are served at once (more are closed at once).
 * `serve_channel` binds `launch.host_ip()`: loopback in local_mt and
   local_mp, the Ray node's address on a cluster.
@@ -76,6 +77,7 @@ DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_MAX_HANDSHAKES = 16
 DEFAULT_HANDSHAKE_TIMEOUT_SECS = 10.0
 _CHECK_PERIOD_SECS = 0.25
+_MIN_AGE_TO_CUT_SECS = 1.0
 _REFUSAL_LOG_SECS = 10.0
 
 
@@ -132,7 +134,7 @@ class ChannelServer:
     handshake_timeout: seconds the whole handshake may take (default: the
       smaller of read_timeout and 10 s).
     max_handshakes: connections in their handshake at once; a new one cuts
-      the oldest.
+      the oldest (one that began over a second ago).
   """
 
   def __init__(self, fn: Callable[..., Any], host: str = '127.0.0.1',
@@ -163,6 +165,8 @@ class ChannelServer:
     self.idle_timeout = idle_timeout
     self._handshake_timeout = handshake_timeout
     self._max_handshakes = max_handshakes
+    # A handshake younger than this is never cut for a newcomer.
+    self._min_age_to_cut = min(_MIN_AGE_TO_CUT_SECS, handshake_timeout / 2)
     # How often stalled, idle and late peers are looked for.
     self.check_period = min(_CHECK_PERIOD_SECS, read_timeout / 4,
                             handshake_timeout / 4,
@@ -203,7 +207,17 @@ class ChannelServer:
                       self.address, peer, self._max_connections)
         return
       if len(self._handshaking) >= self._max_handshakes:
-        oldest = next(iter(self._handshaking))
+        oldest, deadline = next(iter(self._handshaking.items()))
+        started = deadline - self._handshake_timeout
+        if time.monotonic() - started < self._min_age_to_cut:
+          # All young: a storm of connections; this one waits its turn
+          # (a handshake that just began, a keyed peer's, is not cut).
+          sock.close()
+          self._refused('Channel %s: refused a connection from %s: %d '
+                        'handshakes began within %.1f s (max_handshakes)',
+                        self.address, peer, self._max_handshakes,
+                        self._min_age_to_cut)
+          return
         del self._handshaking[oldest]
         _shut(oldest)
         self._refused('Channel %s: cut the oldest unfinished handshake: %d '
