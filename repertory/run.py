@@ -249,7 +249,7 @@ def build(config_overrides: Optional[Dict[str, str]] = None
   """
   try:
     return _build(config_overrides or {})
-  except (ValueError, ImportError, TypeError) as e:
+  except (ValueError, ImportError, TypeError, launch.LaunchError) as e:
     sys.exit(f'repertory.run: error: {e}')
 
 
@@ -292,10 +292,11 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   config = agent_config_from_flags(agent, config_overrides)
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
-  if flags.FLAGS.lp_resources:  # Refused here, before the run directory.
-    launch.check_resources(program,
-                           launch.parse_resources(flags.FLAGS.lp_resources),
-                           experiment.launch_type)
+  resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
+  if resources:  # Refused here, before the run directory.
+    launch.check_resources(program, resources, experiment.launch_type)
+  if experiment.launch_type == 'ray':  # No cluster, no token, no resource.
+    launch.check_cluster(resources, flags.FLAGS.ray_address)
   if _SHARE_PROCESSES.value and experiment.launch_type in ('local_mp',
                                                            'test_mp'):
     share_processes(program, restart_learner=_RESTART_LEARNER.value)
