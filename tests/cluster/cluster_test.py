@@ -132,6 +132,7 @@ def check_listeners(cluster) -> None:
           index, s)
 
 
+@pytest.mark.timeout(900)
 def test_impala_across_three_hosts_survives_a_lost_host(tmp_path):
   logdir = str(tmp_path / 'run')
   nodes_dir = os.path.join(logdir, 'nodes')
