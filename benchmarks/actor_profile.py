@@ -428,9 +428,9 @@ def inprocess(env_spec: str, num_envs: int, seconds: float
   from repertory.agents.impala import config as config_lib
   from repertory.components import actors
   from repertory.components import adders
-  from repertory.components.actor_critic import config as ac_config
-  from repertory.components.actor_critic import networks
-  from repertory.components.actor_critic import tables
+  from repertory.agents.actor_critic import config as ac_config
+  from repertory.agents.actor_critic import networks
+  from repertory.agents.actor_critic import tables
   # pylint: enable=g-import-not-at-top
   actors.limit_tf_threads()
   launch.limit_blas_threads()  # As in the programs' node processes.
@@ -509,9 +509,9 @@ def _raw_loop_node(env_spec: str, num_envs: int, seed: int, seconds: float,
   from repertory.agents.impala import config as config_lib
   from repertory.components import actors
   from repertory.components import networks
-  from repertory.components.actor_critic import acting
-  from repertory.components.actor_critic import config as ac_config
-  from repertory.components.actor_critic import networks as actor_critic_nets
+  from repertory.agents.actor_critic import acting
+  from repertory.agents.actor_critic import config as ac_config
+  from repertory.agents.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top,redefined-outer-name,reimported
   actors.limit_tf_threads()  # The network that gives the initial weights.
   config = config_lib.Config()

@@ -81,8 +81,8 @@ def actor_policy(config: Any, env: Any, seed: int) -> Any:
   feedforward network) with the network's initial weights."""
   # pylint: disable=g-import-not-at-top
   from repertory.components import networks
-  from repertory.components.actor_critic import acting
-  from repertory.components.actor_critic import networks as actor_critic_nets
+  from repertory.agents.actor_critic import acting
+  from repertory.agents.actor_critic import networks as actor_critic_nets
   # pylint: enable=g-import-not-at-top
   policy, _ = acting.make_policy(config, seed)
   with networks.seeded(seed):
@@ -101,7 +101,7 @@ def _raw_loop(env_spec: str, num_envs: int, seed: int, seconds: float,
   early would otherwise run part of its window alone).
   """
   from repertory.agents.impala import config as config_lib  # pylint: disable=g-import-not-at-top
-  from repertory.components.actor_critic import config as actor_critic_config  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import config as actor_critic_config  # pylint: disable=g-import-not-at-top
   from repertory import environments  # pylint: disable=g-import-not-at-top
   from repertory.components import actors  # pylint: disable=g-import-not-at-top
   from repertory import launch  # pylint: disable=g-import-not-at-top

@@ -118,8 +118,8 @@ def main(argv):
   from repertory.components import networks
   from repertory.components import specs
   from repertory.components import variables
-  from repertory.components.actor_critic import networks as actor_critic_nets
-  from repertory.components.actor_critic import tables
+  from repertory.agents.actor_critic import networks as actor_critic_nets
+  from repertory.agents.actor_critic import tables
   # pylint: enable=g-import-not-at-top
   n = _ENVS_PER_ACTOR.value
   # As seed.make_program builds it with its default placement (where the

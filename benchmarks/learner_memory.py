@@ -30,9 +30,9 @@ import reverb
 
 from repertory import experiment as experiment_lib
 from repertory.agents.impala import config as config_lib
-from repertory.components.actor_critic import learning
-from repertory.components.actor_critic import networks
-from repertory.components.actor_critic import tables as program
+from repertory.agents.actor_critic import learning
+from repertory.agents.actor_critic import networks
+from repertory.agents.actor_critic import tables as program
 from repertory.components import adders
 
 _STEPS = flags.DEFINE_integer('steps', 30000, 'Measured learner steps.')

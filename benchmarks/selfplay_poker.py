@@ -122,7 +122,7 @@ def league_curve(logdir: str, game):
   for player in players:
     _, weights = league.get_weights(player['id'])
     if config.use_lstm:  # Each information state: the player's views so far.
-      from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+      from repertory.agents.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
       policy = lstm_policy.LSTMPolicy.from_weights(weights)
       table = op.recurrent_tabular_policy(game,
                                           policy.sequence_probabilities)

@@ -68,7 +68,7 @@ _PIECE_CODE = {
         'include_dashboard=False); '
         "print('INIT', time.time() - t); ray.shutdown()"),
     'import ray + local_mp start (launch.local_ray)': (
-        'import time; from repertory.launch import local_ray; import ray; '
+        'import time; from repertory.launch.backends import local_ray; import ray; '
         't = time.time(); local_ray.start({}, forward_output=False); '
         "print('INIT', time.time() - t); ray.shutdown()"),
 }

@@ -176,7 +176,7 @@ class _LSTMPlayer:
   zero (`new_game`), advancing at its own turns."""
 
   def __init__(self, weights, env: Any, rng, greedy: bool):
-    from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+    from repertory.agents.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
     del env  # The network's sizes come with its weights.
     self._policy = lstm_policy.LSTMPolicy.from_weights(weights)
     self._rng, self._greedy, self._states = rng, greedy, {}

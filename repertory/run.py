@@ -52,8 +52,8 @@ from repertory import overrides as overrides_lib
 from repertory import rundir
 from repertory.agents.selfplay import variants as selfplay_variants
 from repertory.components import checkpointing
-from repertory.launch import errors as launch_errors
-from repertory.launch import startup_gc
+from repertory.launch.api import errors as launch_errors
+from repertory.launch.process import startup_gc
 from repertory.remote import flags as remote_flags
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
@@ -542,7 +542,7 @@ def run(argv: Optional[List[str]] = None) -> None:
   """The command line of `python -m repertory.run`, for this or any script
   (`--help` shows the shared flags and the chosen agent's fields)."""
   # A process that runs one program: no collector passes over the imports
-  # until the program is up (repertory/launch/startup_gc.py).
+  # until the program is up (repertory/launch/process/startup_gc.py).
   startup_gc.pause()
   argv = list(sys.argv if argv is None else argv)
   _ORIGINAL_ARGV[:] = argv

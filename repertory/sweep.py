@@ -129,8 +129,8 @@ def _connect(address: Optional[str]) -> None:
   `RAY_ADDRESS`, else 'auto'), refusing one without token authentication
   as `launch` does."""
   import ray  # pylint: disable=g-import-not-at-top
-  from repertory.launch import ray_auth  # pylint: disable=g-import-not-at-top
-  from repertory.launch import local_ray  # pylint: disable=g-import-not-at-top
+  from repertory.launch.backends import ray_auth  # pylint: disable=g-import-not-at-top
+  from repertory.launch.backends import local_ray  # pylint: disable=g-import-not-at-top
   if not ray.is_initialized():
     local_ray.connect(address)
   ray_auth.check_token_auth('ray')

@@ -56,7 +56,7 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
     agent, tmp_path):
   out = _build(tmp_path, agent, '''
       import cloudpickle
-      from repertory.launch import ray_backend
+      from repertory.launch.backends import ray_backend
       for unit in program.units:
         # What each node process receives; it unpickles without TensorFlow.
         nodes = cloudpickle.loads(ray_backend.pickle_unit(unit))
@@ -134,7 +134,7 @@ def test_constants_named_without_importing_their_modules_match():
   from repertory.agents.ppo import acting as ppo_acting
   from repertory.agents.ppo import program as ppo_program
   from repertory.agents.seed import program as seed_program
-  from repertory.components.actor_critic import networks
+  from repertory.agents.actor_critic import networks
   # pylint: enable=g-import-not-at-top
   assert ppo_program.QUEUE == ppo_acting.QUEUE
   assert seed_program._POLICY == networks.POLICY  # pylint: disable=protected-access

@@ -10,9 +10,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from absl import flags
 from absl import logging
 
-from repertory.launch import compat
-from repertory.launch import errors
-from repertory.launch import program as program_lib
+from repertory.launch.api import compat
+from repertory.launch.api import errors
+from repertory.launch.api import program as program_lib
 
 LAUNCH_TYPES = ('test_mt', 'local_mt', 'local_mp', 'test_mp', 'ray')
 TERMINALS = ('output_to_files', 'current_terminal')
@@ -395,12 +395,12 @@ def launch(program: program_lib.Program,
   compat.bind_addresses(program.all_nodes())
 
   if launch_type in ('test_mt', 'local_mt'):
-    from repertory.launch import threads_backend  # pylint: disable=g-import-not-at-top
+    from repertory.launch.backends import threads_backend  # pylint: disable=g-import-not-at-top
     backend = threads_backend.ThreadRuntime(program, launch_type,
                                             termination_notice_secs,
                                             max_restarts=restarts)
   else:
-    from repertory.launch import ray_backend  # pylint: disable=g-import-not-at-top
+    from repertory.launch.backends import ray_backend  # pylint: disable=g-import-not-at-top
     if logdir is None:
       logdir = os.path.join(
           '/tmp/repertory',

@@ -173,7 +173,7 @@ def test_sample_from_uniform_matches_a_plain_inverse_cdf():
   """What the inference server's per-actor sampling and the numpy actors
   draw from: the categorical of the logits, row by row (against
   `np.searchsorted`)."""
-  from repertory.components.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
   rng = np.random.RandomState(3)
   logits = rng.normal(size=(500, 4)).astype(np.float32) * 3
   uniform = rng.random_sample(500)

@@ -19,9 +19,9 @@ from repertory.agents import ppo
 from repertory.agents import seed as seed_agent
 from repertory.agents.ppo import program as ppo_program
 from repertory.components import networks
-from repertory.components.actor_critic import mlp_policy
-from repertory.components.actor_critic import networks as actor_critic_nets
-from repertory.components.actor_critic import tables as actor_critic_tables
+from repertory.agents.actor_critic import mlp_policy
+from repertory.agents.actor_critic import networks as actor_critic_nets
+from repertory.agents.actor_critic import tables as actor_critic_tables
 
 CATCH = experiment_lib.environment_spec('catch')
 PPO = dict(unroll_length=5, hidden_sizes=(16,), network='separate_tanh',
@@ -37,7 +37,7 @@ sys.modules['tensorflow'] = None  # Any import of it fails loudly.
 import numpy as np
 from repertory.agents import {agent}
 from repertory.components import variables
-from repertory.launch import reverb_lite
+from repertory.launch.process import reverb_lite
 
 config = {agent}.Config(**{config!r})
 learner = variables.VariableStore(
@@ -169,7 +169,7 @@ def test_seed_inference_server(tmp_path, use_lstm):
         from repertory import environments
         from repertory.agents.seed import acting, networks
         from repertory.components import adders, inference
-        from repertory.components.actor_critic import numpy_policy
+        from repertory.agents.actor_critic import numpy_policy
         env = environments.make_batched('catch', 2, seed=0)
         state_spec = (numpy_policy.lstm_state_spec(config.lstm_size)
                       if config.use_lstm else None)
@@ -193,7 +193,7 @@ def test_seed_inference_server(tmp_path, use_lstm):
 @pytest.mark.parametrize('config', [IMPALA, dict(IMPALA, shared_torso=True,
                                                  activation='relu')])
 def test_impala_networks_in_numpy(config):
-  from repertory.components.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
+  from repertory.agents.actor_critic import numpy_policy  # pylint: disable=g-import-not-at-top
   config = impala.Config(**config)
   network = actor_critic_nets.make_network(config, CATCH.observations,
                                            CATCH.actions)
@@ -216,7 +216,7 @@ def test_selfplay_actor_module_without_tensorflow():
       import sys
       sys.modules['tensorflow'] = None
       from repertory.agents.selfplay import acting
-      from repertory.components.actor_critic import lstm_policy
+      from repertory.agents.actor_critic import lstm_policy
       lstm_policy.LSTMPolicy(lstm_size=4).initial_state(2)
       print('ACTOR', acting.SelfPlayActor.__name__)
   ''')

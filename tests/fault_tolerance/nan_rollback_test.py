@@ -14,9 +14,9 @@ from repertory.agents import impala
 from repertory.agents.impala import acting
 from repertory.components import checkpointing
 from repertory.components import model_store
-from repertory.components.actor_critic import learning
-from repertory.components.actor_critic import networks
-from repertory.components.actor_critic import tables
+from repertory.agents.actor_critic import learning
+from repertory.agents.actor_critic import networks
+from repertory.agents.actor_critic import tables
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
             hidden_sizes=(16,), learner_log_every=1)

@@ -18,7 +18,7 @@ import tensorflow as tf
 from repertory import experiment as experiment_lib
 from repertory import testing
 from repertory.agents import impala
-from repertory.components.actor_critic import tables as program_lib
+from repertory.agents.actor_critic import tables as program_lib
 from repertory.components import replay as replay_lib
 
 

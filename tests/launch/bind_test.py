@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from repertory import launch
-from repertory.launch import ray_auth
+from repertory.launch.backends import ray_auth
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -39,7 +39,7 @@ def _in_fresh_python(env_extra: dict) -> dict:
       'print(json.dumps({"before": before, "limited": limited, '
       '"after": count()}))\n')
   env = {k: v for k, v in os.environ.items()
-         if k not in launch.blas_threads.USER_SETTINGS}
+         if k not in launch.process.blas_threads.USER_SETTINGS}
   env.update(env_extra)
   out = subprocess.run([sys.executable, '-c', code], env=env, check=True,
                        capture_output=True, text=True, timeout=120)

@@ -13,10 +13,10 @@ import threading
 import numpy as np
 import pytest
 
-from repertory.launch import batching
-from repertory.launch import channel
-from repertory.launch import codec
-from repertory.launch import context
+from repertory.launch.transport import batching
+from repertory.launch.transport import channel
+from repertory.launch.transport import codec
+from repertory.launch.api import context
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from repertory.launch import codec
+from repertory.launch.transport import codec
 
 
 def _message(*arrays):

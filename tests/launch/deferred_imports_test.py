@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from repertory.launch import deferred_imports
+from repertory.launch.process import deferred_imports
 
 
 def _run(code: str) -> str:
@@ -21,7 +21,7 @@ def _run(code: str) -> str:
 def test_an_imported_module_runs_its_code_on_first_use():
   out = _run("""
       import sys
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer(('json',))
       import json
       import json as again
@@ -39,7 +39,7 @@ def test_pandas_is_deferred_by_default_and_works_when_used():
   assert 'pandas' in deferred_imports.DEFAULT
   out = _run("""
       import sys
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer()
       import pandas as pd
       print('pandas.core' in sys.modules)
@@ -52,7 +52,7 @@ def test_modules_already_imported_and_other_modules_are_untouched():
   out = _run("""
       import sys
       import json
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer(('json', 'wave'))
       deferred_imports.defer(('wave',))      # idempotent
       finders = [f for f in sys.meta_path
@@ -73,7 +73,7 @@ def test_threads_that_use_it_while_its_code_runs_wait_for_it(tmp_path):
   out = _run(f"""
       import sys, threading
       sys.path.insert(0, {str(tmp_path)!r})
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer(('slow_module',))
       import slow_module
       seen = []
@@ -111,7 +111,7 @@ def test_submodules_imported_while_their_package_waits_load_in_its_order(
   out = _run(f"""
       import importlib, sys
       sys.path.insert(0, {str(tmp_path)!r})
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer(('pkg',))
       importlib.import_module('pkg.core')    # as TensorFlow imports Keras
       import pkg.extra
@@ -135,7 +135,7 @@ def test_a_deferred_submodule_used_first_loads_its_package_first(tmp_path):
   out = _run(f"""
       import importlib, sys
       sys.path.insert(0, {str(tmp_path)!r})
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer(('pkg2',))
       core = importlib.import_module('pkg2.core')
       print(core.VALUE, type(sys.modules['pkg2']).__name__)
@@ -147,7 +147,7 @@ def test_tensorflow_without_keras_until_tf_keras_is_used():
   assert 'keras' in deferred_imports.DEFAULT
   out = _run("""
       import sys
-      from repertory.launch import deferred_imports
+      from repertory.launch.process import deferred_imports
       deferred_imports.defer()
       import tensorflow as tf
       print(type(sys.modules['keras']).__name__,

@@ -17,7 +17,7 @@ import pytest
 import ray
 
 from repertory import launch
-from repertory.launch import local_ray
+from repertory.launch.backends import local_ray
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 from repertory import launch
-from repertory.launch import errors
+from repertory.launch.api import errors
 
 
 class BadConstructor:

@@ -11,7 +11,7 @@ import pytest
 import ray
 
 from repertory import launch
-from repertory.launch import ray_backend
+from repertory.launch.backends import ray_backend
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -17,8 +17,8 @@ import ray
 
 from repertory import launch
 from repertory import testing
-from repertory.launch import local_ray
-from repertory.launch import ray_backend
+from repertory.launch.backends import local_ray
+from repertory.launch.backends import ray_backend
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from repertory.launch import ray_auth
+from repertory.launch.backends import ray_auth
 
 
 @pytest.fixture(name='home')

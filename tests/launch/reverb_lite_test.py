@@ -18,7 +18,7 @@ def test_writes_without_tensorflow_then_imports_reverb_in_place():
         import sys
         sys.modules['tensorflow'] = None  # Any import of it fails loudly.
         import numpy as np
-        from repertory.launch import reverb_lite
+        from repertory.launch.process import reverb_lite
 
         client = reverb_lite.connect({client.server_address!r})
         print('CLIENT', type(client).__name__)
@@ -55,7 +55,7 @@ def test_writes_without_tensorflow_then_imports_reverb_in_place():
 
 
 def test_where_reverb_is_imported_connect_is_a_reverb_client():
-  from repertory.launch import reverb_lite  # pylint: disable=g-import-not-at-top
+  from repertory.launch.process import reverb_lite  # pylint: disable=g-import-not-at-top
   with testing.reverb_server([reverb.Table.queue('q', 1)]) as client:
     assert isinstance(reverb_lite.connect(client.server_address),
                       reverb.Client)

@@ -11,7 +11,7 @@ import cloudpickle
 import pytest
 
 from repertory import launch
-from repertory.launch import startup_gc
+from repertory.launch.process import startup_gc
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -60,11 +60,14 @@ PY_RULES = ('py_library', 'py_binary', 'py_test', 'repertory_py_test')
 AGENT_KIT = '//repertory/components:kit'
 COMPONENTS = '//repertory/components/'
 AGENTS = '//repertory/agents/'
-# (targets under, modules they must not import, why): see DESIGN.md.
+# (targets under, modules they must not import, why).
 LAYERING = (
     (COMPONENTS, re.compile(r'repertory\.agents(\..*)?'),
      'a component never imports an agent'),
-    (AGENTS, re.compile(r'repertory\.launch\.\w*backend\w*(\..*)?'),
+    (COMPONENTS, re.compile(
+        r'repertory\.(run|experiment|rundir|sweep|overrides|results)(\..*)?'),
+     'a component never imports a run or an experiment'),
+    (AGENTS, re.compile(r'repertory\.launch\.backends(\..*)?'),
      "an agent uses only repertory.launch's public API, never a backend"),
 )
 ROOT = ['.']  # the workspace root main() was given

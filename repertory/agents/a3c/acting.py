@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as a3c_networks
-from repertory.components.actor_critic import mlp_policy as networks_lib
-from repertory.components.actor_critic import rollout_actor
+from repertory.agents.actor_critic import mlp_policy as networks_lib
+from repertory.agents.actor_critic import rollout_actor
 from repertory.components import actors
 from repertory.components import losses
 from repertory.components import networks

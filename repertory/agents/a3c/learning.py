@@ -23,7 +23,7 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import networks as a3c_networks
 from repertory.components import learners
 from repertory.components import networks
-from repertory.components.actor_critic import mlp_policy
+from repertory.agents.actor_critic import mlp_policy
 
 
 def make_optimizer(config: config_lib.Config) -> snt.Optimizer:

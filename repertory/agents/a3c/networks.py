@@ -1,5 +1,5 @@
 """The order in which A3C's gradients travel between actors and learner
-(the network is `components.actor_critic.mlp_policy`'s, as PPO's)."""
+(the network is `agents.actor_critic.mlp_policy`'s, as PPO's)."""
 
 from typing import List
 

@@ -17,7 +17,7 @@ from repertory.agents.a3c import config as config_lib
 from repertory.agents.a3c import learning
 from repertory.components import actors
 from repertory.components import config_checks
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import numpy_policy
 
 
 def make_program(config: config_lib.Config,

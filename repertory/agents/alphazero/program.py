@@ -4,7 +4,7 @@
    ^---- the learner's newest weights (VariableClient, before each game) ----'
  actors --> counter (positions, games)    monitor (greedy network vs random)
 
-Each actor (`search.SearchSelfPlayActor`) plays both seats of its games
+Each actor (`acting.SearchSelfPlayActor`) plays both seats of its games
 with network-guided search; the replay's `SampleToInsertRatio` keeps the
 learner at `samples_per_insert` samples per position.
 """
@@ -24,6 +24,7 @@ from repertory.components import adders
 from repertory.components import league
 from repertory.components import networks
 from repertory.components import replay as replay_lib
+from repertory.agents.alphazero import acting
 from repertory.components import search
 from repertory.environments import multiagent
 
@@ -81,7 +82,7 @@ def make_program(config: config_lib.Config,
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(
-          search.SearchSelfPlayActor, experiment.env, learner, replay,
+          acting.SearchSelfPlayActor, experiment.env, learner, replay,
           config_lib.TABLE, simulations=config.simulations,
           uct_c=config.uct_c, dirichlet_alpha=config.dirichlet_alpha,
           dirichlet_epsilon=config.dirichlet_epsilon,

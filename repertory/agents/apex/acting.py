@@ -10,7 +10,7 @@ import numpy as np
 from repertory import core
 from repertory.components import adders
 from repertory.components.actors import epsilon_greedy as eg
-from repertory.components.actors import replay_actor
+from repertory.agents.prioritized_replay import acting as replay_actor
 
 
 class ApexPriority:

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from repertory.agents.apex import networks
 from repertory.components import losses
-from repertory.components.learners import prioritized
+from repertory.agents.prioritized_replay import learning as prioritized
 
 
 class ApexLearner(prioritized.PrioritizedReplay):

@@ -10,7 +10,7 @@ from repertory.agents.apex import config as config_lib
 from repertory.agents.apex import learning
 from repertory.agents.apex import networks
 from repertory.components import adders
-from repertory.components.replay import program as replay_program
+from repertory.agents.prioritized_replay import program as replay_program
 
 TABLE = replay_program.TABLE
 

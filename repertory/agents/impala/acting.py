@@ -1,5 +1,5 @@
 """IMPALA's actor node: a `BatchedActor` that writes unrolls (the evaluation
-actor is `components.actor_critic.acting.EvalActor`).
+actor is `agents.actor_critic.acting.EvalActor`).
 
 The actor node holds a local copy of the policy, steps `envs_per_actor`
 environments with one policy call per step, writes `[T + 1]` unrolls with
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from repertory.components import variables
-from repertory.components.actor_critic import acting as actor_critic_acting
-from repertory.components.actor_critic import config as config_lib
-from repertory.components.actor_critic import numpy_policy
+from repertory.agents.actor_critic import acting as actor_critic_acting
+from repertory.agents.actor_critic import config as config_lib
+from repertory.agents.actor_critic import numpy_policy
 from repertory.components.actors import BatchedActor
 from repertory.components.evaluation import episodes
 from repertory.components.specs import num_actions as num_actions_of

@@ -1,12 +1,12 @@
 """IMPALA hyperparameters (Espeholt et al. 2018, arXiv:1802.01561): those of
-the V-trace actor-critic in `repertory.components.actor_critic`.
+the V-trace actor-critic in `repertory.agents.actor_critic`.
 
 This module imports neither TensorFlow nor Reverb.
 """
 
 import dataclasses
 
-from repertory.components.actor_critic import config as actor_critic_config
+from repertory.agents.actor_critic import config as actor_critic_config
 
 
 @dataclasses.dataclass

@@ -13,8 +13,8 @@ from repertory import launch
 from repertory.agents.impala import config as config_lib
 from repertory.components import actors
 from repertory.components import specs
-from repertory.components.actor_critic import nodes
-from repertory.components.actor_critic import tables
+from repertory.agents.actor_critic import nodes
+from repertory.agents.actor_critic import tables
 
 TABLE = tables.TABLE
 

@@ -11,7 +11,7 @@ The policy is evaluated in numpy (`numpy_policy.NumpyPolicy`) and the queue
 written through Reverb's C++ client (`launch.reverb_lite` in a process of
 its own), so an actor process never imports TensorFlow.
 
-The evaluation actor is `components.actor_critic.numpy_policy.EvalActor`.
+The evaluation actor is `agents.actor_critic.numpy_policy.EvalActor`.
 """
 
 from typing import Any, Optional
@@ -21,8 +21,8 @@ import numpy as np
 
 from repertory.agents.ppo import config as config_lib
 from repertory.components import adders
-from repertory.components import rounds
-from repertory.components.actor_critic import rollout_actor
+from repertory.agents.actor_critic import rounds
+from repertory.agents.actor_critic import rollout_actor
 
 # The queue of unrolls between PPO actors and learner.
 QUEUE = 'queue'

@@ -26,8 +26,8 @@ from repertory.agents.ppo import config as config_lib
 from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
-from repertory.components import rounds
-from repertory.components.actor_critic import mlp_policy
+from repertory.agents.actor_critic import rounds
+from repertory.agents.actor_critic import mlp_policy
 
 _FIRST = int(dm_env.StepType.FIRST)
 

@@ -23,7 +23,7 @@ from repertory.remote import program as remote_lib
 
 # The unroll queue's table name (`acting.QUEUE`; the driver imports no actor).
 QUEUE = 'queue'
-_NUMPY_POLICY = 'repertory.components.actor_critic.numpy_policy'
+_NUMPY_POLICY = 'repertory.agents.actor_critic.numpy_policy'
 
 
 def make_tables(config: config_lib.Config, spec, num_actors: int,

@@ -14,7 +14,7 @@ from repertory import environments
 from repertory.components import adders
 from repertory.components import losses
 from repertory.components.actors import epsilon_greedy as eg
-from repertory.components.actors import replay_actor
+from repertory.agents.prioritized_replay import acting as replay_actor
 from repertory.components.actors.feed_forward import limit_tf_threads
 from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib

@@ -11,7 +11,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from repertory.agents.r2d2 import networks as r2d2_networks
-from repertory.components.learners import prioritized
+from repertory.agents.prioritized_replay import learning as prioritized
 from repertory.components import losses
 from repertory.components import networks as networks_lib
 

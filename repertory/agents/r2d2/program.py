@@ -11,7 +11,7 @@ from repertory.agents.r2d2 import config as config_lib
 from repertory.agents.r2d2 import learning
 from repertory.agents.r2d2 import networks
 from repertory.components import adders
-from repertory.components.replay import program as replay_program
+from repertory.agents.prioritized_replay import program as replay_program
 from repertory.remote import program as remote_lib
 
 TABLE = replay_program.TABLE

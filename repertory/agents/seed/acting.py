@@ -9,7 +9,7 @@ server, nothing else.
 
 from typing import Any
 
-from repertory.components.actor_critic import config as config_lib
+from repertory.agents.actor_critic import config as config_lib
 from repertory.components.evaluation import episodes
 from repertory.components.inference.actor import ServerActor
 

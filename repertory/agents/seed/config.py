@@ -6,7 +6,7 @@ Like IMPALA's config module, this imports no TensorFlow.
 import dataclasses
 
 from repertory import launch
-from repertory.components.actor_critic import config as actor_critic_config
+from repertory.agents.actor_critic import config as actor_critic_config
 
 PLACEMENTS = ('learner', 'separate')
 

@@ -4,8 +4,8 @@ V-trace learner and evaluated by the inference server (`make_policy`)."""
 from typing import Any
 
 from repertory import launch
-from repertory.components.actor_critic import acting
-from repertory.components.actor_critic import config as config_lib
+from repertory.agents.actor_critic import acting
+from repertory.agents.actor_critic import config as config_lib
 
 
 def make_policy(config: config_lib.ActorCriticConfig, spec: Any,
@@ -21,7 +21,7 @@ def make_policy(config: config_lib.ActorCriticConfig, spec: Any,
   less work than one TensorFlow session call, and a server in a process of
   its own (`inference_placement='separate'`) then imports no TensorFlow."""
   if launch.gpu_visible():
-    from repertory.components.actor_critic import networks  # pylint: disable=g-import-not-at-top
+    from repertory.agents.actor_critic import networks  # pylint: disable=g-import-not-at-top
     return networks.Policy(config, spec.observations, spec.actions,
                            seed=seed)
   return acting.make_policy(config, seed)[0]

@@ -26,8 +26,8 @@ from repertory.agents.seed import acting
 from repertory.agents.seed import config as config_lib
 from repertory.components import inference
 from repertory.components import specs
-from repertory.components.actor_critic import nodes
-from repertory.components.actor_critic import tables
+from repertory.agents.actor_critic import nodes
+from repertory.agents.actor_critic import tables
 from repertory.remote import program as remote_lib
 
 TABLE = tables.TABLE
@@ -49,7 +49,7 @@ def make_program(config: config_lib.Config,
   core_state_spec = None
   if config.use_lstm:
     # pylint: disable=g-import-not-at-top
-    from repertory.components.actor_critic import networks as networks_lib
+    from repertory.agents.actor_critic import networks as networks_lib
     # pylint: enable=g-import-not-at-top
     core_state_spec = networks_lib.state_spec(config)
   program = launch.Program('seed')

@@ -51,9 +51,9 @@ from repertory import environments
 from repertory import launch
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import adders
-from repertory.components.actor_critic import lstm_policy
+from repertory.agents.actor_critic import lstm_policy
 from repertory.components import league as league_lib
-from repertory.components import rounds
+from repertory.agents.actor_critic import rounds
 from repertory.components import variables
 from repertory.components.evaluation import episodes
 from repertory.environments import multiagent

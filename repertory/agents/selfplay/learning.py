@@ -7,7 +7,7 @@ a zero-sum game; the average of its snapshots (the league's pool) converges
 to it. Every step publishes the weights; the league is offered a snapshot
 every min(snapshot_every_steps, 50) steps (`league.maybe_add` decides).
 With `policy_loss='ppo'` a step is one synchronous round
-(`components.rounds`): exactly `batch_size` trajectories of the current
+(`agents.actor_critic.rounds`): exactly `batch_size` trajectories of the current
 version from each actor, PPO's epochs, then the next version.
 
 The same learner trains a main exploiter (`learner='exploiter0'`, ...) on
@@ -33,7 +33,7 @@ from repertory.components import loggers
 from repertory.components import model_store
 from repertory.components import networks
 from repertory.components import replay as replay_lib
-from repertory.components import rounds
+from repertory.agents.actor_critic import rounds
 from repertory.components import variables
 
 

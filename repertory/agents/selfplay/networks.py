@@ -55,7 +55,7 @@ def make_network(spec: Any, hidden_sizes: Sequence[int],
   with `lstm_size` IMPALA's LSTM network."""
   shape = tuple(spec.observations['observation'].shape)
   if lstm_size is not None:
-    from repertory.components.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
+    from repertory.agents.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
     return lstm_policy.make_network(shape, int(spec.actions.num_values),
                                     hidden_sizes, lstm_size)
   if conv_channels:

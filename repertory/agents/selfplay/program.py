@@ -38,7 +38,7 @@ from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import networks
 from repertory.components import replay as replay_lib
-from repertory.components.actor_critic import lstm_policy
+from repertory.agents.actor_critic import lstm_policy
 from repertory.environments import multiagent
 
 

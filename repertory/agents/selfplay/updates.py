@@ -33,7 +33,7 @@ shuffled minibatches of the valid steps through `losses.ppo_loss` (clip
 `ppo_clip`, value clipping with the same ε, minibatch-normalised
 advantages), the ratio taken against the recorded behaviour
 log-probabilities. The learner feeds it synchronous rounds (every actor's
-trajectories of one policy version, `components.rounds`), so the first
+trajectories of one policy version, `agents.actor_critic.rounds`), so the first
 minibatch's ratio differs from 1 only by the actors' ε-exploration
 (`first_minibatch_kl`, 0 with `exploration=0`).
 """

@@ -25,7 +25,7 @@ from typing import Dict, List, Sequence
 
 from repertory.agents.selfplay import config as config_lib
 from repertory.components import checkpointing
-from repertory.components.actor_critic import config as actor_critic_config
+from repertory.agents.actor_critic import config as actor_critic_config
 
 FLAG = 'selfplay'
 # --agent -> the selfplay agent's settings that make it that agent's variant.

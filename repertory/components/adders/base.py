@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # The client may be a `reverb_lite.WriterClient` too.
 
 from repertory import core
 from repertory.components import specs as specs_lib
-from repertory.launch import reverb_lite
+from repertory.launch.process import reverb_lite
 
 # Priority functions receive the item as a nest of numpy arrays.
 PriorityFn = Callable[[Mapping[str, Any]], float]

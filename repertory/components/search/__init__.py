@@ -1,8 +1,7 @@
-"""OpenSpiel's MCTS guided by a policy-value network: at play time
-(`network_bot`) and in AlphaZero's self-play (`SearchSelfPlayActor`)."""
+"""OpenSpiel's MCTS guided by a policy-value network (`network_bot`), at
+play time or in an agent's search self-play."""
 
 from repertory.components.search.network_mcts import check_game
 from repertory.components.search.network_mcts import network_bot
 from repertory.components.search.network_mcts import NetworkEvaluator
 from repertory.components.search.network_mcts import visit_distribution
-from repertory.components.search.selfplay_actor import SearchSelfPlayActor

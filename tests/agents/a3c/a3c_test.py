@@ -12,7 +12,7 @@ from repertory.agents.a3c import acting
 from repertory.agents.a3c import learning
 from repertory.agents.a3c import networks as a3c_networks
 from repertory.components import checkpointing
-from repertory.components.actor_critic import mlp_policy as networks_lib
+from repertory.agents.actor_critic import mlp_policy as networks_lib
 
 CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, hidden_sizes=(16,))

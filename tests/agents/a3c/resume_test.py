@@ -15,7 +15,7 @@ from repertory.agents.a3c import acting
 from repertory.agents.a3c import learning
 from repertory.agents.a3c import networks as a3c_networks
 from repertory.components import checkpointing
-from repertory.components.actor_critic import mlp_policy as networks_lib
+from repertory.agents.actor_critic import mlp_policy as networks_lib
 from repertory.components import counting
 from repertory.components import model_store
 

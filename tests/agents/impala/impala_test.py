@@ -15,9 +15,9 @@ from repertory import launch
 from repertory import testing
 from repertory.agents import impala
 from repertory.agents.impala import acting
-from repertory.components.actor_critic import learning
-from repertory.components.actor_critic import networks
-from repertory.components.actor_critic import tables
+from repertory.agents.actor_critic import learning
+from repertory.agents.actor_critic import networks
+from repertory.agents.actor_critic import tables
 
 TABLE = tables.TABLE
 CATCH = experiment_lib.environment_spec('catch')

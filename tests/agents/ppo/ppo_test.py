@@ -12,7 +12,7 @@ from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
 from repertory.agents.ppo import program as program_lib
-from repertory.components import rounds
+from repertory.agents.actor_critic import rounds
 
 CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, num_epochs=2, num_minibatches=2,

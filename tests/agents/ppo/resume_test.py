@@ -14,7 +14,7 @@ from repertory import testing
 from repertory.agents import ppo
 from repertory.agents.ppo import acting
 from repertory.agents.ppo import learning
-from repertory.components.actor_critic import mlp_policy as networks_lib
+from repertory.agents.actor_critic import mlp_policy as networks_lib
 from repertory.agents.ppo import program as program_lib
 from repertory.components import checkpointing
 from repertory.components import counting

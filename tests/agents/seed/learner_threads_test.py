@@ -9,7 +9,7 @@ _CODE = '''
 from repertory import experiment as experiment_lib
 from repertory.agents import seed
 from repertory.agents.seed import networks
-from repertory.components.actor_critic import learning
+from repertory.agents.actor_critic import learning
 import tensorflow as tf
 config = seed.Config(hidden_sizes=(8,))
 spec = experiment_lib.environment_spec('catch')

@@ -8,7 +8,7 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import testing
 from repertory.agents import seed
-from repertory.components.actor_critic import networks
+from repertory.agents.actor_critic import networks
 from repertory.components import checkpointing
 from repertory.components import counting
 from repertory.components import model_store

@@ -19,7 +19,7 @@ from repertory.agents import seed
 from repertory.agents.seed import acting
 from repertory.agents.seed import networks as seed_networks
 from repertory.components import networks as components_networks
-from repertory.components.actor_critic import networks
+from repertory.agents.actor_critic import networks
 
 CATCH = experiment_lib.environment_spec('catch')
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,

@@ -26,7 +26,7 @@ from repertory.agents.selfplay import variants
 from repertory.components import league as league_lib
 from repertory.components import networks
 from repertory.components import variables
-from repertory.components.actor_critic import lstm_policy
+from repertory.agents.actor_critic import lstm_policy
 from repertory.environments.multiagent import openspiel_policy
 
 GAME = 'openspiel:kuhn_poker'

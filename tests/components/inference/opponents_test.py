@@ -14,7 +14,7 @@ from repertory.components import inference
 from repertory.components import league as league_lib
 from repertory.components import networks
 from repertory.components import variables
-from repertory.launch import channel
+from repertory.launch.transport import channel
 
 N, OBS, A = 5, 4, 3
 F, M = 0, 1

@@ -17,7 +17,7 @@ import tree
 from repertory.components import adders
 from repertory.components import inference
 from repertory.components import variables
-from repertory.launch import channel
+from repertory.launch.transport import channel
 from dm_env import specs
 
 F, M, L = 0, 1, 2  # dm_env step types.
