@@ -244,8 +244,9 @@ class Network:
 
   def kill_processes(self, index: int, grace: float = 3.0) -> None:
     """Ends every process in host `index`'s namespace: SIGTERM, then
-    SIGKILL to those left after `grace` seconds."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+    SIGKILL to those left after `grace` seconds (at once if 0)."""
+    steps = [(signal.SIGTERM, grace)] if grace > 0 else []
+    for sig, wait in steps + [(signal.SIGKILL, 10.0)]:
       for pid in self.pids(index):
         try:
           os.kill(pid, sig)
