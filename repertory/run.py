@@ -35,7 +35,6 @@ import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
 # one line on stderr); its warnings and errors still show.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
-import shlex
 import signal
 import sys
 import time
@@ -118,7 +117,7 @@ def build() -> Tuple[Any, Any, Any]:
   """
   try:
     return _build()
-  except (ValueError, ImportError, TypeError) as e:
+  except (ValueError, ImportError, TypeError, launch.LaunchError) as e:
     _error(e)
 
 
@@ -150,10 +149,11 @@ def _build() -> Tuple[Any, Any, Any]:
   config, experiment = configs_from_flags()
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
-  if flags.FLAGS.lp_resources:  # Refused here, before the run directory.
-    launch.check_resources(program,
-                           launch.parse_resources(flags.FLAGS.lp_resources),
-                           experiment.launch_type)
+  resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
+  if resources:  # Refused here, before the run directory.
+    launch.check_resources(program, resources, experiment.launch_type)
+  if experiment.launch_type == 'ray':  # No cluster, no token, no resource.
+    launch.check_cluster(resources, flags.FLAGS.ray_address)
   return config, experiment, placement.place(program, experiment)
 
 
@@ -197,10 +197,8 @@ def interrupted_message(logdir: str, command: Sequence[str]) -> str:
   """What Ctrl-C prints: where the checkpoint is and how to resume."""
   args = [flag for flag in given_flags() if not flag.startswith('--logdir=')]
   program = _program_command(command)
-  program = (['python', '-m', 'repertory.run'] if program[1] == '-m' else
-             ['python', program[1]])
-  line = ' '.join([*map(shlex.quote, program), *map(shlex.quote, args),
-                   f'--logdir={shlex.quote(logdir)}'])
+  line = rundir.command_line([program[-1] if program[1] != '-m' else '',
+                              *args, f'--logdir={logdir}'])
   return (f'Stopped. Checkpoints are in {os.path.join(logdir, "checkpoints")}'
           f' (counts in {os.path.join(logdir, "counts.json")}). Resume with:\n'
           f'  {line}')

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Plays Catch (catch.js) against repertory's remote environment service:
 //
-//   npm install            # once, in clients/node
+//   npm ci                 # once, in clients/node
 //   REPERTORY_REMOTE_TOKEN=... node catch_client.js --address=127.0.0.1:50051 \
 //       --seconds=60 --concurrent=4
 //

@@ -16,7 +16,8 @@ A run directory holds one run, trained over one or more *attempts* (each
     replay-unreadable/     replay checkpoints set aside as unreadable
     results.json           results of the latest attempt that finished
     attempts/<n>/          attempt n (1, 2, ...): attempt.json (start, end,
-                           status, counts), config.json, and results.json
+                           command line, CPU cores and load average at the
+                           start, status, counts), config.json, and results.json
                            if it finished; never rewritten by a later attempt
 
 `preflight` refuses, with one line naming the path, a `--logdir` that is a
@@ -37,6 +38,7 @@ from repertory.rundir import parts
 from repertory.rundir.attempts import Attempt
 from repertory.rundir.attempts import attempts
 from repertory.rundir.attempts import check_budget
+from repertory.rundir.attempts import command_line
 from repertory.rundir.attempts import finished
 from repertory.rundir.attempts import start_attempt
 from repertory.rundir.compat import check_resume
@@ -61,7 +63,7 @@ from repertory.rundir.files import saved_counts
 __all__ = [
     'ATTEMPT', 'ATTEMPTS', 'Attempt', 'CHECKPOINTS', 'CONFIG', 'COUNTS',
     'RESULTS', 'RESUMABLE_CHANGES', 'RUN_FILES', 'RunDirError', 'attempts',
-    'check_budget', 'check_resume', 'check_run_files',
+    'check_budget', 'check_resume', 'command_line', 'check_run_files',
     'check_writable', 'config_differences', 'default_config', 'finished',
     'oversubscription', 'preflight', 'preflight_run', 'read_counts', 'read_json',
     'resumed_at', 'saved_config', 'saved_counts', 'start_attempt',

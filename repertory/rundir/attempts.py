@@ -2,8 +2,9 @@
 
 import dataclasses
 import os
+import shlex
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from repertory.rundir import files
 from repertory.rundir.files import RunDirError
@@ -125,11 +126,25 @@ def start_attempt(logdir: str, saved: Mapping[str, Any],
       'attempt': number,
       'started': files.now(),
       'argv': list(sys.argv if argv is None else argv),
+      'cpus': os.cpu_count(),
+      'load_average': [round(x, 2) for x in os.getloadavg()],
       'status': 'running (or killed)',
       'counts_at_start': _counts_or_none(logdir),
   })
   files.write_json(os.path.join(logdir, files.CONFIG), saved)
   return attempt
+
+
+def command_line(argv: Sequence[str]) -> str:
+  """The shell command of a recorded `argv` (`attempt.json`'s): `python -m
+  repertory.run ...` when `argv[0]` is repertory/run.py (or absent), else
+  `python <script> ...` (a script built on `run.run()`)."""
+  main_file = argv[0] if argv else ''
+  if not main_file or main_file.endswith(os.path.join('repertory', 'run.py')):
+    program = 'python -m repertory.run'
+  else:
+    program = f'python {shlex.quote(main_file)}'
+  return ' '.join([program, *map(shlex.quote, argv[1:])])
 
 
 def _signature(path: str) -> Optional[Tuple[int, int, int]]:

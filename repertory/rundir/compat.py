@@ -9,8 +9,8 @@ from repertory.components import checkpointing
 from repertory.rundir import files
 from repertory.rundir.files import RunDirError
 
-# Settings a resumed run may change: budgets, evaluation, where it runs
-# (the run directory itself may have moved).
+# Settings a resumed run may change: budgets, evaluation, where and how its
+# nodes run (the run directory itself may have moved).
 RESUMABLE_CHANGES = ('experiment.max_actor_steps',
                      'experiment.stop_at_return',
                      'experiment.stop_evaluations', 'experiment.eval_episodes',
@@ -18,7 +18,11 @@ RESUMABLE_CHANGES = ('experiment.max_actor_steps',
                      'experiment.eval_every_seconds',
                      'experiment.launch_type',
                      'experiment.progress_every_seconds',
-                     'experiment.logdir')
+                     'experiment.logdir',
+                     'experiment.max_restarts',
+                     'experiment.restart_learner',
+                     'experiment.share_processes',
+                     'experiment.actor_processes')
 
 
 def saved_config(agent_config: Any, experiment: Any) -> Dict[str, Any]:

@@ -151,7 +151,7 @@ class ActorCriticConfig:
   learner_log_every: int = 100
 
   # Fields whose default is not what runs did before the field existed: a
-  # run saved without one resumes only with this value (`run.check_resume`).
+  # run saved without one resumes only with this value (`rundir.check_resume`).
   FORMER_DEFAULTS: ClassVar[Dict[str, Any]] = {'batched_items': False}
 
   def __post_init__(self):
