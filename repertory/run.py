@@ -287,6 +287,9 @@ def parse_command_line(argv: Sequence[str]) -> Optional[List[str]]:
                                        owner=f'agent {flags.FLAGS.agent!r}')
   except (flags.Error, ValueError, ImportError) as e:
     _error(e)
+  if '--helpfull' in rest[1:]:
+    print(flags.FLAGS.get_help())
+    return None
   if any(arg in HELP_REQUESTS for arg in rest[1:]):
     print(usage(flags.FLAGS.agent))
     return None
