@@ -124,6 +124,7 @@ def make_learner(config: Config, spec: adders.EnvironmentSpec, replay: Any,
   checkpoint settings say, and resumes from there on a rerun."""
   return learners.LearnerHost.in_logdir(
       A2C(config, spec, replay, experiment.seed), experiment.logdir,
+      snapshot=False,  # A2C exports no SavedModel (`export_snapshot`).
       counter=counter, checkpoint=experiment.checkpoint)
 
 
