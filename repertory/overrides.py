@@ -168,14 +168,10 @@ def configs_from_flag(value: Any, config_cls: Type[Any],
   try:
     settings = checkpointing.CheckpointSettings(**dataclasses.asdict(
         checkpoint))
-    config = config_cls(**{k: _as_declared(v) for k, v in fields.items()})
+    config = config_cls(**fields)
   except (TypeError, ValueError) as e:
     raise ConfigError(f'{owner}: {e}') from None
   return config, settings
-
-
-def _as_declared(value: Any) -> Any:
-  return tuple(value) if isinstance(value, list) else value
 
 
 def parse_value(text: str, annotation: Any, field: str) -> Any:
