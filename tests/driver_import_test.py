@@ -101,18 +101,6 @@ def test_actor_processes_spreads_the_actors(processes, units, tmp_path):
   assert f'ACTORS {units}' in out, out
 
 
-def test_actor_processes_on_ray_only_when_asked(tmp_path):
-  code = '''
-      print('ACTORS', [(u.unit_id, len(u.nodes)) for u in program.units
-                       if u.label == 'actor'])
-  '''
-  flags = ('--num_actors=3', '--lp_launch_type=ray')
-  out = _build(tmp_path, 'ppo', code, *flags)
-  assert "ACTORS [('actor/0', 1), ('actor/1', 1), ('actor/2', 1)]" in out, out
-  out = _build(tmp_path, 'ppo', code, *flags, '--actor_processes=1')
-  assert "ACTORS [('actor/0', 3)]" in out, out
-
-
 def test_actor_processes_auto_is_one_per_core_beyond_the_first():
   assert [placement.actor_processes(0, cores=c) for c in (1, 2, 3, 16)] == [
       1, 1, 2, 15]

@@ -7,9 +7,10 @@ from repertory.agents import impala
 
 
 def _units(tmp_path, **settings):
+  settings.setdefault('launch_type', 'local_mp')
   experiment = experiment_lib.ExperimentConfig(
-      agent='impala', env='catch', num_actors=4, launch_type='local_mp',
-      logdir=str(tmp_path), **settings)
+      agent='impala', env='catch', num_actors=4, logdir=str(tmp_path),
+      **settings)
   program = impala.make_program(impala.Config(), experiment)
   placement.place(program, experiment)
   placement.place(program, experiment)  # Placing twice changes nothing.
@@ -35,3 +36,11 @@ def test_each_setting_as_its_flag(tmp_path):
                                   max_restarts=5)
   assert placement.max_restarts(program, experiment) == {
       'actor': 5, 'evaluator': 5, 'learner': 5}
+
+
+def test_actor_processes_on_ray_only_when_asked(tmp_path):
+  units, _, _ = _units(tmp_path, launch_type='ray')
+  assert units == ['replay/0', 'counter/0', 'learner/0', 'monitor/0',
+                   'evaluator/0', 'actor/0', 'actor/1', 'actor/2', 'actor/3']
+  units, _, _ = _units(tmp_path / 'one', launch_type='ray', actor_processes=1)
+  assert [u for u in units if u.startswith('actor')] == ['actor/0']
