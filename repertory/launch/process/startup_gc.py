@@ -14,7 +14,7 @@ memory.
     ...                    # imports, the nodes built
     startup_gc.resume()    # idempotent; also after `max_seconds`
 
-Paused by node processes of local_mp and ray (`ray_backend`) and by the
+Paused by node processes of local_mp and ray (`ray_node`) and by the
 `repertory.run` command line; resumed by `hosting.NodeHost` once every node
 of the process is built, by the Ray launcher once its nodes' processes
 are created, and by the command line at once when it runs a sweep (whose
