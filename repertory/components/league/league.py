@@ -453,6 +453,17 @@ class League:
     logging.info('League: %s reset at step %d (generation %d).', learner,
                  step, self._resets[learner] + 1)
 
+  def drop_newer(self, learner: str, version: int) -> List[str]:
+    """Removes `learner`'s snapshots newer than `version` (a learner that
+    resumed from an older checkpoint); returns their ids, oldest first."""
+    with self._lock:
+      dropped = [p['id'] for p in self._players
+                 if _learner_of(p) == learner and p['version'] > version]
+      if dropped:
+        self._players = [p for p in self._players if p['id'] not in dropped]
+        self.save()
+      return dropped
+
   def newest(self, learner: str = 'main') -> Optional[Tuple[str, int]]:
     """(id, version) of `learner`'s newest snapshot in the pool, or None."""
     with self._lock:
