@@ -10,6 +10,7 @@ import os
 from absl import logging
 import numpy as np
 import pytest
+import tree
 
 from repertory.components import actors
 from repertory.components import league
@@ -47,8 +48,9 @@ def test_snapshots_by_version_and_dropped_after_an_older_resume(tmp_path):
   assert node.snapshot() == 'main@v7'
   version, variables = node.get_snapshot('main@v7')
   assert version == 7
-  np.testing.assert_array_equal(
-      variables['policy'][0], learner.get_variables(['policy']).variables[0][0])
+  served = learner.get_variables(['policy']).variables[0]
+  for got, want in zip(tree.flatten(variables['policy']), tree.flatten(served)):
+    np.testing.assert_array_equal(got, want)
   assert sorted(os.listdir(os.path.join(directory, 'weights'))) == [
       'main_at_v5.npz', 'main_at_v7.npz']
   # The learner crashed and resumed from its checkpoint at version 6.
