@@ -27,6 +27,7 @@ e.g. `agents.register(...)` and `flags.FLAGS.set_default('agent', ...)`).
 """
 
 import dataclasses
+import functools
 import json
 import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
@@ -49,7 +50,6 @@ from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import rundir
-from repertory.agents.selfplay import variants as selfplay_variants
 from repertory.components import checkpointing
 from repertory.launch.api import errors as launch_errors
 from repertory.launch.process import startup_gc
@@ -65,7 +65,9 @@ _EXTRA_HELP = {
     'logdir': "Empty: runs/<agent>-<env>-<time>.",
 }
 # Flags of earlier versions that no longer exist: name -> what replaced it.
-RENAMED_FLAGS: Dict[str, str] = {}
+RENAMED_FLAGS: Dict[str, str] = {
+    'selfplay': 'use --league=<rule> with --agent=impala|seed|ppo|... '
+                '(docs/selfplay.md).'}
 
 
 def _define_experiment_flags() -> Dict[str, Any]:
@@ -113,12 +115,15 @@ _ACTOR_PROCESSES = flags.DEFINE_integer(
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
-flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
-    'selfplay', '', 'Self-play of --agent=impala|seed|ppo on an N-player game: '
-    'latest|uniform|pfsp|pfsp_variance|alphastar (docs/selfplay.md).')
+_LEAGUE = flags.DEFINE_enum(
+    'league', None, ['latest', 'uniform', 'pfsp', 'pfsp_variance',
+                     'alphastar'],
+    "Self-play: --agent's own program in a league on a two-player game "
+    '(--env=openspiel:<game>), opponents per episode by this matchmaking '
+    'rule (docs/selfplay.md).')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'max_restarts', 'restart_learner',
-                'seeds', 'grid', 'sweep_concurrency', 'selfplay',
+                'seeds', 'grid', 'sweep_concurrency', 'league',
                 'share_processes', 'actor_processes',
                 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
@@ -289,7 +294,12 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   _CHECKPOINT_OVERRIDES.update(checkpoint)
   experiment = experiment_from_flags()
   config = agent_config_from_flags(agent, config_overrides)
-  program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
+  make_program = agent.make_program
+  if _LEAGUE.value:  # Self-play: the agent's program in a league.
+    from repertory.components import league  # pylint: disable=g-import-not-at-top
+    make_program = functools.partial(league.make_program, make_program,
+                                     matchmaking=_LEAGUE.value)
+  program = make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
   resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
   if resources:  # Refused here, before the run directory.
@@ -544,11 +554,6 @@ def run(argv: Optional[List[str]] = None) -> None:
   if flags.FLAGS['lp_launch_type'].default == 'local_mt':
     flags.FLAGS.set_default('lp_launch_type', 'local_mp')
   agent_name = _argv_value(argv, 'agent', flags.FLAGS['agent'].default)
-  try:  # --selfplay=<rule>: the selfplay agent with --agent's loss.
-    argv = selfplay_variants.rewrite_argv(argv, agent_name)
-  except ValueError as e:
-    sys.exit(f'repertory.run: error: {e}')
-  agent_name = _argv_value(argv, 'agent', agent_name)
   argv = define_config_flag(agent_name, argv)
   if any(a in ('--help', '-h', '--helpshort', '-?') for a in argv[1:]):
     print(usage(agent_name))
