@@ -46,7 +46,9 @@ PRIVATE_NAMES = (
     ('ray._private.state', 'GlobalState._initialize_global_state'),
     ('ray._private.state', 'GlobalState.node_table'),
     ('ray._private.ray_constants', 'ENABLE_RAY_CLUSTER'),
-    ('ray._raylet', 'GcsClient.get_all_node_info'),
+    ('ray._raylet', 'GcsClient'),
+    # GcsClient forwards its calls to InnerGcsClient.
+    ('ray._raylet', 'InnerGcsClient.get_all_node_info'),
     ('ray._private.authentication.authentication_token_setup',
      '_enable_token_auth'),
     ('ray._private.authentication.authentication_token_setup',
