@@ -32,7 +32,6 @@ import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
 # one line on stderr); its warnings and errors still show.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
-import shlex
 import signal
 import sys
 import threading
@@ -405,12 +404,7 @@ def interrupted_message(logdir: str) -> str:
   args = [a for a in (_ORIGINAL_ARGV[1:] if _ORIGINAL_ARGV else sys.argv[1:])
           if not a.startswith('--logdir')]
   main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
-  program = ('python -m repertory.run'
-             if not main_file or main_file.endswith(
-                 os.path.join('repertory', 'run.py')) else
-             f'python {shlex.quote(main_file)}')
-  command = ' '.join([program, *map(shlex.quote, args),
-                      f'--logdir={shlex.quote(logdir)}'])
+  command = rundir.command_line([main_file, *args, f'--logdir={logdir}'])
   return (f'Stopped. Checkpoints are in {os.path.join(logdir, "checkpoints")}'
           f' (counts in {os.path.join(logdir, "counts.json")}). Resume with:\n'
           f'  {command}')

@@ -1,6 +1,6 @@
 """Helpers the tests of agents and components share (Acme's `testing` module):
 a real Reverb server, waiting for a condition, and a program launched in
-test_mt with its learner stepped by hand (STYLE.md point 9).
+test_mt with its learner stepped by hand.
 
     with testing.reverb_server(tables) as client:
       ...

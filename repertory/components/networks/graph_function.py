@@ -1,10 +1,10 @@
 """Runs a function of a Sonnet module in a TF graph of its own.
 
 TensorFlow 2.15 on CPython 3.11 leaks a small block per `EagerTensor`: an
-actor that calls a `tf.function` policy every step grows without bound
-(BENCHMARKS.md has the measurements). `GraphFunction` traces the function once into a
-finalized `tf.Graph` and runs it with `Session.run` on numpy arrays, which
-creates no Python objects that outlive the call.
+actor that calls a `tf.function` policy every step grows without bound.
+`GraphFunction` traces the function once into a finalized `tf.Graph` and
+runs it with `Session.run` on numpy arrays, which creates no Python objects
+that outlive the call.
 """
 
 from typing import Any, Callable, Dict, Mapping, Sequence
@@ -25,7 +25,7 @@ class GraphFunction:
   Why: with TensorFlow 2.15 on CPython 3.11 every `EagerTensor` leaks one
   48-byte block when it is freed (its managed `__dict__` values are never
   released), so an acting loop that calls a `tf.function` per step grows
-  with every step (see BENCHMARKS.md). A TF1-style
+  with every step. A TF1-style
   `Session.run` on a finalized graph feeds and returns numpy arrays and
   allocates no Python objects that outlive the call; it is also faster at
   small batch sizes.

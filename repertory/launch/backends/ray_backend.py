@@ -47,7 +47,7 @@ _LOCAL_SYSTEM_CONFIG = {
     'task_events_max_num_task_in_gcs': _MAX_TASK_EVENTS_IN_GCS,
     # The raylet starts its first workers (as many as the machine has CPUs)
     # as soon as it is up, not once the launcher has connected: the first
-    # nodes find a process ready (BENCHMARKS.md, lean helper's section).
+    # nodes find a process ready.
     'enable_worker_prestart': True,
     # ...and import this module (which a node's actor class unpickles from)
     # while they wait for the launcher, not after it has asked for a node.

@@ -20,7 +20,7 @@ of the process is built, by the Ray launcher once its nodes' processes
 are created, and by the command line at once when it runs a sweep (whose
 trials are programs of their own). A process that hosts more than a
 program (a test runner, a notebook) is left alone: its garbage would be
-frozen too. The effect on start-up is in BENCHMARKS.md.
+frozen too.
 """
 
 import gc
