@@ -11,7 +11,7 @@ solve Catch. Results go to BENCHMARKS.md ("Remote environment throughput").
 
 throughput: SEED on `remote:catch` in local_mt (learner training), N
 concurrent remote episodes from min(N, 4) Python client processes
-(`repertory.remote.catch_client --threads`), actions/s and p50/p99 action
+(`repertory_remote.catch_client --threads`), actions/s and p50/p99 action
 latency over all actions after a warm-up; then the same SEED program on
 local `catch` with in-process actors stepping N environments
 (min(N, 4) actors), actor steps/s from the counter.
@@ -71,7 +71,7 @@ def _client(kind, address_file, *args):
     command = ['node', os.path.join(ROOT, 'clients', 'node',
                                     'catch_client.js')]
   else:
-    command = [sys.executable, '-m', 'repertory.remote.catch_client']
+    command = [sys.executable, '-m', 'repertory_remote.catch_client']
   return subprocess.Popen(command + [f'--address_file={address_file}', *args],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           text=True, env=env)

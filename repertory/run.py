@@ -30,6 +30,7 @@ e.g. `agents.register(...)` and `flags.FLAGS.set_default('agent', ...)`).
 """
 
 import dataclasses
+import functools
 import json
 import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
@@ -50,7 +51,6 @@ from repertory import launch
 from repertory import overrides as overrides_lib
 from repertory import placement
 from repertory import rundir
-from repertory.agents.selfplay import variants as selfplay_variants
 from repertory.components import checkpointing
 from repertory.launch.api import errors as launch_errors
 from repertory.launch.process import startup_gc
@@ -66,6 +66,10 @@ _EXTRA_HELP = {
     'logdir': "Empty: runs/<agent>-<env>-<time>.",
 }
 HELP_REQUESTS = ('--help', '-h', '--helpshort', '-?')
+# Flags of earlier versions that no longer exist: name -> what replaced it.
+RENAMED_FLAGS: Dict[str, str] = {
+    'selfplay': 'use --league=<rule> with --agent=impala|seed|ppo|... '
+                '(docs/selfplay.md).'}
 
 
 def _define_experiment_flags() -> Dict[str, Any]:
@@ -95,12 +99,15 @@ _GRID = flags.DEFINE_multi_string(
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
-flags.DEFINE_string(  # Read by selfplay_variants.rewrite_argv in run().
-    'selfplay', '', 'Self-play of --agent=impala|seed|ppo on an N-player game: '
-    'latest|uniform|pfsp|pfsp_variance|alphastar (docs/selfplay.md).')
+_LEAGUE = flags.DEFINE_enum(
+    'league', None, ['latest', 'uniform', 'pfsp', 'pfsp_variance',
+                     'alphastar'],
+    "Self-play: --agent's own program in a league on a two-player game "
+    '(--env=openspiel:<game>), opponents per episode by this matchmaking '
+    'rule (docs/selfplay.md).')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
-                'selfplay', 'lp_launch_type', 'ray_address', 'lp_resources',
+                'league', 'lp_launch_type', 'ray_address', 'lp_resources',
                 'lp_termination_notice_secs')
 
 
@@ -147,7 +154,12 @@ def _build() -> Tuple[Any, Any, Any]:
   from repertory import environments  # pylint: disable=g-import-not-at-top
   environments.make(flags.FLAGS.env).close()  # An unknown spec fails here.
   config, experiment = configs_from_flags()
-  program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
+  make_program = agent.make_program
+  if _LEAGUE.value:  # Self-play: the agent's program in a league.
+    from repertory.components import league  # pylint: disable=g-import-not-at-top
+    make_program = functools.partial(league.make_program, make_program,
+                                     matchmaking=_LEAGUE.value)
+  program = make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
   resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
   if resources:  # Refused here, before the run directory.
@@ -276,11 +288,11 @@ def parse_command_line(argv: Sequence[str]) -> Optional[List[str]]:
   argv = list(argv)
   try:
     rest = flags.FLAGS(argv, known_only=True)
-    # --selfplay=<rule>: the selfplay agent with --agent's loss.
-    rewritten = selfplay_variants.rewrite_argv(argv, flags.FLAGS.agent)
-    if rewritten != argv:
-      flags.FLAGS.unparse_flags()
-      rest = flags.FLAGS(rewritten, known_only=True)
+    for arg in rest[1:]:  # What absl did not know: a flag of old?
+      name = arg[2:].split('=', 1)[0] if arg.startswith('--') else None
+      if name in RENAMED_FLAGS:
+        _error(f'--{name} was replaced: {RENAMED_FLAGS[name]}')
+    rewritten = argv
     agent = agents.get(flags.FLAGS.agent)
     if 'config' not in flags.FLAGS:
       overrides_lib.define_config_flag(agent.Config(), rewritten,

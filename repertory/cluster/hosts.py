@@ -42,10 +42,8 @@ START_TIMEOUT_S = 180.0
 
 _NODES_SCRIPT = """
 import json, sys
-from ray._raylet import GcsClient
-nodes = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=20).values()
-print(json.dumps([{'ip': n.node_manager_address, 'alive': n.state == 0,
-                   'resources': dict(n.resources_total)} for n in nodes]))
+from repertory.launch.process import ray_internals
+print(json.dumps(ray_internals.node_table(sys.argv[1], 20)))
 """
 
 

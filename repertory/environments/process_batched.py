@@ -1,16 +1,14 @@
 """N environments in worker subprocesses, observations in shared memory.
 
 The design of Gymnasium's `AsyncVectorEnv` and Stable-Baselines3's
-`SubprocVecEnv`: each worker process owns a contiguous block of environments
-(several environments may share one worker), steps them when the parent
-sends their actions through a pipe, and writes step types, rewards,
-discounts and observations straight into shared-memory arrays that the
-parent reads. Workers start with the 'forkserver' (default) or 'spawn'
-context, so a parent that runs threads (Reverb, TensorFlow) is safe. The
-fork server preloads `repertory.environments`, so a worker starts in about
-0.1 s instead of the seconds a fresh interpreter needs; like 'spawn', it
-imports the main module, which must guard its entry point with
-`if __name__ == '__main__':`.
+`SubprocVecEnv`: each worker process owns a contiguous block of environments,
+steps them when the parent sends their actions through a pipe, and writes
+step types, rewards, discounts and observations straight into shared-memory
+arrays that the parent reads. Workers start with the 'forkserver' (default)
+or 'spawn' context, so a parent that runs threads (Reverb, TensorFlow) is
+safe. The fork server preloads `repertory.environments`, so a worker does not
+import it again; like 'spawn', it imports the main module, which must guard
+its entry point with `if __name__ == '__main__':`.
 
 Failures never hang: a Python error inside an environment, or a worker that
 dies (segfault, `os._exit`, OOM kill), raises `WorkerError` naming the

@@ -3,7 +3,6 @@ uses still exists, at the version its module was written for; a new version
 fails here, loudly, before a workaround silently stops working."""
 
 import importlib
-import importlib.metadata
 import inspect
 import pathlib
 import re
@@ -19,7 +18,7 @@ _REPO = pathlib.Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize('module,distribution,pinned', pins.pins())
 def test_the_installed_version_is_the_one_written_for(module, distribution,
                                                       pinned):
-  installed = importlib.metadata.version(distribution)
+  installed = pins.installed_version(distribution)
   assert pins.version_matches(installed, pinned), (
       f'launch/process/{module}.py was written for {distribution} {pinned}, '
       f'but {installed} is installed: check every name in its PRIVATE_NAMES '

@@ -20,9 +20,9 @@ def _env(token):
 
 
 def python_client(address_file, token, *args, **kwargs):
-  """Starts `python -m repertory.remote.catch_client` (a separate process)."""
+  """Starts `python -m repertory_remote.catch_client` (a separate process)."""
   return subprocess.Popen(
-      [sys.executable, '-m', 'repertory.remote.catch_client',
+      [sys.executable, '-m', 'repertory_remote.catch_client',
        f'--address_file={address_file}', *args],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
       env=_env(token), **kwargs)

@@ -5,10 +5,10 @@ self-play (`pfsp`), on N-player games (`openspiel:`, `pettingzoo:` specs).
   python -m repertory.run --agent=selfplay --env=openspiel:kuhn_poker \
       --config.matchmaking=pfsp
 
-IMPALA's, SEED's and PPO's self-play are this agent with their losses and
-acting (`variants.py`):
+IMPALA, SEED, PPO or any other agent play in a league of their own
+snapshots with `--league=<rule>` (`repertory.components.league.program`):
 
-  python -m repertory.run --agent=impala --env=openspiel:kuhn_poker --selfplay=pfsp
+  python -m repertory.run --agent=impala --env=openspiel:kuhn_poker --league=pfsp
 """
 
 from repertory.agents.selfplay.config import Config

@@ -80,6 +80,44 @@ class InferenceServer:
   Call `inference(actor_id, run_id, step_type, reward, discount,
   observation)` from an actor (through the node's handle) with the batched
   timestep of its N environments; it returns the N actions.
+
+  Args:
+    make_policy: builds the policy (called once, in this process).
+    variable_source: the learner (handle), with `get_variables(names)`.
+    replay: a `reverb.Client`; None writes nothing (inference only).
+    table: the queue the unrolls go to.
+    unroll_length: T; items hold T + 1 steps.
+    envs_per_actor: N, the environments of every actor.
+    max_batch_size: the most actor calls one forward pass serves.
+    batch_timeout_ms: a partial batch runs this long after its first call
+      arrived; 0 runs the calls that are ready at once (batches then grow
+      with the load: calls that arrive while one batch runs make the
+      next).
+    variable_update_period: fetch new weights every this many batches.
+    variable_name: the variable group to fetch.
+    environment_spec, extras_spec, core_state_spec: specs of ONE
+      environment for the `UnrollAdder`s (see `UnrollAdder`).
+    seed: with the actor id, seeds each actor's action sampling (for a
+      policy whose `step` takes `uniform`).
+    opponents: with `get_weights(id) -> (version, weights)`: calls may name
+      each environment's opponent (see the module doc); None: they may not.
+    make_opponent_policy: builds an opponent's policy (default:
+      `make_policy`).
+    max_opponents: opponents' policies kept at once.
+    return_extras: `inference` returns (actions, extras) instead of actions.
+    batched_items: each actor's unroll of its N environments is one item
+      (`UnrollAdder(batched_items=True)`), not N.
+    colocated_variable_source: `variable_source` runs in this process
+      (SEED's default placement, in the learner's): weights are fetched
+      on the serving thread, not on a fetch thread
+      (`VariableClient(asynchronous=False)`), which at a fetch per batch
+      saves two thread hand-offs per call.
+    weights_transport: how a server in another process than its source
+      fetches: 'handle' (`variable_source.get_variables`, on a fetch
+      thread) or 'tcp' (the source's `variables_channel_address()`: the
+      request sent on one batch, its reply read on a later one, with no
+      thread; see `VariableClient`). A colocated source is called
+      directly.
   """
 
   def __init__(self,
@@ -104,46 +142,8 @@ class InferenceServer:
                batched_items: bool = False,
                colocated_variable_source: bool = False,
                weights_transport: str = 'handle'):
-    """Builds the policy and waits for the first weights.
-
-    Args:
-      make_policy: builds the policy (called once, in this process).
-      variable_source: the learner (handle), with `get_variables(names)`.
-      replay: a `reverb.Client`; None writes nothing (inference only).
-      table: the queue the unrolls go to.
-      unroll_length: T; items hold T + 1 steps.
-      envs_per_actor: N, the environments of every actor.
-      max_batch_size: the most actor calls one forward pass serves.
-      batch_timeout_ms: a partial batch runs this long after its first call
-        arrived; 0 runs the calls that are ready at once (batches then grow
-        with the load: calls that arrive while one batch runs make the
-        next).
-      variable_update_period: fetch new weights every this many batches.
-      variable_name: the variable group to fetch.
-      environment_spec, extras_spec, core_state_spec: specs of ONE
-        environment for the `UnrollAdder`s (see `UnrollAdder`).
-      seed: with the actor id, seeds each actor's action sampling (for a
-        policy whose `step` takes `uniform`).
-      opponents: with `get_weights(id) -> (version, weights)`: calls may name
-        each environment's opponent (see the module doc); None: they may not.
-      make_opponent_policy: builds an opponent's policy (default:
-        `make_policy`).
-      max_opponents: opponents' policies kept at once.
-      return_extras: `inference` returns (actions, extras) instead of actions.
-      batched_items: each actor's unroll of its N environments is one item
-        (`UnrollAdder(batched_items=True)`), not N.
-      colocated_variable_source: `variable_source` runs in this process
-        (SEED's default placement, in the learner's): weights are fetched
-        on the serving thread, not on a fetch thread
-        (`VariableClient(asynchronous=False)`), which at a fetch per batch
-        saves two thread hand-offs per call.
-      weights_transport: how a server in another process than its source
-        fetches: 'handle' (`variable_source.get_variables`, on a fetch
-        thread) or 'tcp' (the source's `variables_channel_address()`: the
-        request sent on one batch, its reply read on a later one, with no
-        thread; see `VariableClient`). A colocated source is called
-        directly.
-    """
+    """Builds the policy and waits for the first weights (arguments: see
+    the class docstring)."""
     if unroll_length < 1 or envs_per_actor < 1 or max_batch_size < 1:
       raise ValueError(
           'unroll_length, envs_per_actor and max_batch_size must be >= 1, got '
@@ -161,19 +161,9 @@ class InferenceServer:
     self._policy.set_weights(self._client.params)
     self._version = self._client.version
     self._recurrent = bool(tree.flatten(self._policy.initial_state(1)))
-    self._opponents = opponents
-    self._make_opponent_policy = make_opponent_policy or make_policy
-    self._max_opponents = max_opponents
-    self._opponent_policies: 'collections.OrderedDict[str, Any]' = (
-        collections.OrderedDict())  # id -> (version, policy), LRU.
-    self._opponent_rows: Dict[str, int] = collections.Counter()
+    self._set_opponents(opponents, make_opponent_policy or make_policy,
+                        max_opponents, replay)
     self._return_extras = return_extras
-    if opponents is not None and (self._recurrent or replay is not None):
-      raise ValueError(
-          'InferenceServer(opponents=...) serves stateless policies and '
-          'writes no trajectories: got a recurrent policy or a replay.')
-    if max_opponents < 1:
-      raise ValueError(f'max_opponents must be >= 1, got {max_opponents}.')
     self._replay = replay
     self._table = table
     self._unroll_length = unroll_length
@@ -190,6 +180,23 @@ class InferenceServer:
         max_batch_size, timeout=batch_timeout_ms / 1000.0)(
             InferenceServer._inference).__get__(self, InferenceServer)
     self._channel = launch.LazyChannel(self.inference)
+
+  def _set_opponents(self, opponents: Any,
+                     make_opponent_policy: Callable[[], Any],
+                     max_opponents: int, replay: Any) -> None:
+    """Checks and keeps the opponents' settings (see `__init__`)."""
+    if opponents is not None and (self._recurrent or replay is not None):
+      raise ValueError(
+          'InferenceServer(opponents=...) serves stateless policies and '
+          'writes no trajectories: got a recurrent policy or a replay.')
+    if max_opponents < 1:
+      raise ValueError(f'max_opponents must be >= 1, got {max_opponents}.')
+    self._opponents = opponents
+    self._make_opponent_policy = make_opponent_policy
+    self._max_opponents = max_opponents
+    self._opponent_policies: 'collections.OrderedDict[str, Any]' = (
+        collections.OrderedDict())  # id -> (version, policy), LRU.
+    self._opponent_rows: Dict[str, int] = collections.Counter()
 
   # --- statistics -----------------------------------------------------------
 

@@ -27,3 +27,13 @@ from repertory.components.league.ratings import Elo
 from repertory.components.league.ratings import elo_expected
 from repertory.components.league.ratings import PayoffTable
 from repertory.components.league.ratings import score_from_returns
+from repertory.components.league.node import FrozenSource
+from repertory.components.league.node import LeagueNode
+from repertory.components.league.opponents import LeagueGame
+from repertory.components.league.opponents import LeagueSeat
+from repertory.components.league.program import against_random as against_random_seat
+from repertory.components.league.program import make_program
+from repertory.components.league.program import MIN_EVAL_GAMES
+from repertory.components.league.program import RULES
+from repertory.components.league.storage import check_directory
+from repertory.components.league.storage import WeightStore

@@ -45,7 +45,6 @@ and never overwrites a `league.json` that another league wrote meanwhile.
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 import uuid
@@ -55,6 +54,8 @@ from absl import logging
 import numpy as np
 
 from repertory import launch
+from repertory.components.league import league_file
+from repertory.components.league import league_results
 from repertory.components.league import matchmaking as matchmaking_lib
 from repertory.components.league import ratings
 
@@ -85,45 +86,11 @@ def learner_role(learner: str) -> str:
                    "(learners: 'main', 'exploiter<k>').")
 
 
-def _learner_of(player: dict) -> str:
-  return player.get('learner', player['id'].rsplit('@v', 1)[0])
+_learner_of = league_file.learner_of
+check_architecture = league_file.check_architecture
 
 
-def _check_architecture(state: Mapping[str, Any], directory: str,
-                        architecture: Optional[Mapping[str, Any]]) -> None:
-  recorded = [state.get('architecture')] + [
-      p.get('architecture') for p in state.get('players', [])]
-  for other in recorded:
-    if None not in (other, architecture) and other != architecture:
-      raise ValueError(
-          f'The league in {directory} holds snapshots of network {other}; '
-          f'this run builds {architecture}. Use another run directory, or '
-          "that league's network settings.")
-
-
-def check_architecture(directory: str,
-                       architecture: Optional[Mapping[str, Any]]) -> None:
-  """Refuses (one line) a league in `directory` whose snapshots were
-  recorded with another network `architecture` (nothing there: fine)."""
-  path = os.path.join(directory, 'league.json')
-  if architecture is None or not os.path.exists(path):
-    return
-  with open(path) as f:
-    state = json.load(f)
-  _check_architecture(state, directory,
-                      json.loads(json.dumps(dict(architecture))))
-
-
-def _stat_key(path: str) -> Optional[Tuple[int, int, int]]:
-  """(inode, size, mtime) of `path`, or None if there is none."""
-  try:
-    st = os.stat(path)
-  except FileNotFoundError:
-    return None
-  return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-class League:
+class League(league_file.LeagueFile, league_results.LeagueResults):
   """The pool, its matchmaking, payoff table and ratings (thread-safe).
 
   Args:
@@ -240,116 +207,6 @@ class League:
     if launch.get_launch_type() is not None:  # A node of a launched program.
       launch.register_stop_handler(self._save_at_stop)
 
-  # --- persistence ------------------------------------------------------------
-
-  @property
-  def path(self) -> str:
-    return os.path.join(self._directory, 'league.json')
-
-  def _load(self) -> None:
-    if not os.path.exists(self.path):
-      return
-    try:
-      with open(self.path) as f:
-        state = json.load(f)
-      players, last_snapshot = state['players'], state['last_snapshot']
-      payoff = ratings.PayoffTable.from_state(state['payoff'])
-      elo = ratings.Elo(state['elo_k'], ratings=state['elo'])
-      games = int(state['games'])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-      raise ValueError(
-          f'{self.path} is not a league this code can read '
-          f'({type(e).__name__}: {e}); a new league will not replace it: '
-          'move it away or use another directory.') from e
-    stored = state.get('identity')
-    if (self._identity is not None and stored is not None and
-        stored != self._identity):
-      diff = ', '.join(
-          f'{k}: {stored.get(k)!r} -> {self._identity.get(k)!r}'
-          for k in sorted(set(stored) | set(self._identity))
-          if stored.get(k) != self._identity.get(k))
-      raise ValueError(
-          f'{self.path} holds the league of another run ({diff}); a new '
-          'league will not replace it: use another directory (--logdir) or '
-          'move it away.')
-    if self._identity is None:
-      self._identity = stored
-    _check_architecture(state, self._directory, self._architecture)
-    if self._architecture is None:  # Kept as recorded (a reader's league).
-      self._architecture = state.get('architecture')
-    self._id = state.get('league_id') or self._id
-    self._players = players
-    self._retired = state.get('retired', [])
-    self._last_snapshot = last_snapshot
-    self._payoff = payoff
-    self._elo = elo
-    self._games = games
-    self._resets = state.get('resets', {})
-    self._written = _stat_key(self.path)
-    logging.info('League: continuing %s (%d snapshots, %d games, exploiter '
-                 'generations ended: %s).', self.path, len(self._players),
-                 self._games, self._resets or 'none')
-
-  def save(self) -> None:
-    """Writes `league.json` atomically (a temporary file in the same
-    directory, then `os.replace`).
-
-    Raises:
-      RuntimeError: `league.json` changed since this league last read or
-        wrote it and now holds another league (not replaced).
-    """
-    with self._lock:
-      self._check_owner()
-      state = {
-          'league_id': self._id, 'identity': self._identity,
-          'players': self._players, 'retired': self._retired,
-          'last_snapshot': self._last_snapshot,
-          'payoff': self._payoff.state(), 'elo': self._elo.ratings(),
-          'elo_k': self._elo.k, 'games': self._games,
-          'resets': self._resets,
-          'matchmaking': self._rule_name,
-          'architecture': self._architecture,
-      }
-      fd, tmp = tempfile.mkstemp(prefix='.league.json.', suffix='.tmp',
-                                 dir=self._directory)
-      try:
-        with os.fdopen(fd, 'w') as f:
-          json.dump(state, f)
-          f.flush()
-          os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-      except BaseException:
-        if os.path.exists(tmp):
-          os.remove(tmp)
-        raise
-      self._written = _stat_key(self.path)
-      self._last_save = time.time()
-
-  def _check_owner(self) -> None:
-    """Refuses to overwrite a league.json that another league wrote."""
-    key = _stat_key(self.path)
-    if key is None or key == self._written:
-      return
-    try:
-      with open(self.path) as f:
-        other = json.load(f).get('league_id')
-    except (OSError, ValueError, AttributeError):
-      other = 'unreadable'
-    if other != self._id:
-      raise RuntimeError(
-          f'{self.path} now holds another league (id {other}; this one is '
-          f'{self._id}): not replacing it. Two runs share this directory?')
-
-  def _save_at_stop(self) -> None:
-    """The stop handler: the league as it stands, and every report that
-    still arrives while the program stops."""
-    with self._lock:
-      self._stopped = True
-      self.save()
-      logging.info('League: saved at stop to %s (%d snapshots, %d games, '
-                   'exploiter generations ended: %s).', self.path,
-                   len(self._players), self._games, self._resets or 'none')
-
   # --- the pool ---------------------------------------------------------------
 
   def players(self) -> List[dict]:
@@ -453,6 +310,17 @@ class League:
     logging.info('League: %s reset at step %d (generation %d).', learner,
                  step, self._resets[learner] + 1)
 
+  def drop_newer(self, learner: str, version: int) -> List[str]:
+    """Removes `learner`'s snapshots newer than `version` (a learner that
+    resumed from an older checkpoint); returns their ids, oldest first."""
+    with self._lock:
+      dropped = [p['id'] for p in self._players
+                 if _learner_of(p) == learner and p['version'] > version]
+      if dropped:
+        self._players = [p for p in self._players if p['id'] not in dropped]
+        self.save()
+      return dropped
+
   def newest(self, learner: str = 'main') -> Optional[Tuple[str, int]]:
     """(id, version) of `learner`'s newest snapshot in the pool, or None."""
     with self._lock:
@@ -512,79 +380,3 @@ class League:
         picks = [self._rule(win_rates, self._rng) for _ in range(n)]
       return [(learner, LIVE_VERSION) if i is None else
               (ids[i], pool[i]['version']) for i in picks]
-
-  # --- results ----------------------------------------------------------------
-
-  def report(self, results: List[Tuple[str, str, float]]) -> None:
-    """Records finished games (player, opponent, player's score in [0, 1]).
-
-    Games of a learner against itself change nothing but the game count.
-    """
-    with self._lock:
-      for a, b, score in results:
-        self._games += 1
-        if a == b:
-          continue
-        if (a not in self._last_snapshot and '@' not in a and
-            learner_role(a) == 'exploiter'):  # Before its learner's first offer.
-          self._last_snapshot[a] = {'step': 0, 'games': 0, 'points': 0.0}
-        self._payoff.record(a, b, float(score))
-        self._elo.update(a, b, float(score))
-        for player, points in ((a, score), (b, 1.0 - score)):
-          if player in self._last_snapshot:
-            window = self._last_snapshot[player]
-            window['games'] += 1
-            window['points'] += float(points)
-      if (self._stopped or
-          time.time() - self._last_save >= self._save_every):
-        self.save()
-
-  def payoff(self, a: str, b: str) -> float:
-    """a's mean score against b (0.5 before they met)."""
-    with self._lock:
-      return self._payoff.win_rate(a, b)
-
-  def games(self, a: str, b: str) -> int:
-    with self._lock:
-      return self._payoff.games(a, b)
-
-  def elo(self) -> Dict[str, float]:
-    """Every player's rating (learners and snapshots)."""
-    with self._lock:
-      return {p: self._elo[p] for p in
-              list(self._last_snapshot) + [q['id'] for q in self._players]}
-
-  def summary(self) -> Dict[str, float]:
-    """Figures to log: pool size, games, each learner's Elo and its mean score
-    against the pool since its last snapshot (an exploiter's: against main
-    since its last reset, also as `win_rate_vs_main`, and its `resets`), and
-    main's mean score against the exploiters' snapshots."""
-    with self._lock:
-      out = {'league/snapshots': len(self._players),
-             'league/games': self._games}
-      for learner, window in self._last_snapshot.items():
-        out[f'league/{learner}/elo'] = self._elo[learner]
-        exploiter = learner_role(learner) == 'exploiter'
-        if window['games']:
-          rate = window['points'] / window['games']
-          out[f'league/{learner}/win_rate_vs_pool'] = rate
-          if exploiter:
-            out[f'league/{learner}/win_rate_vs_main'] = rate
-        if exploiter:
-          out[f'league/{learner}/resets'] = self._resets.get(learner, 0)
-      exploiters = [p['id'] for p in self._players
-                    if p['role'] == 'exploiter']
-      games, points = self._payoff.totals('main', exploiters)
-      if games:
-        out['league/main/win_rate_vs_exploiters'] = points / games
-      return out
-
-  def table(self) -> List[dict]:
-    """Every player, learners first: {id, role, elo, games} (games against
-    other players, as the payoff table counts them)."""
-    with self._lock:
-      ids = list(self._last_snapshot) + [p['id'] for p in self._players]
-      roles = {p['id']: p['role'] for p in self._players}
-      return [{'id': i, 'role': roles.get(i) or learner_role(i),
-               'elo': self._elo[i],
-               'games': self._payoff.totals(i, ids)[0]} for i in ids]

@@ -173,15 +173,10 @@ def ppo_loss(
     'approx_kl' (mean of (r - 1) - log r), 'clip_fraction'.
   """
   fn = 'ppo_loss'
-  tensors = {
-      'log_prob': log_prob, 'old_log_prob': old_log_prob,
-      'advantages': advantages, 'v_tm1': v_tm1, 'old_v_tm1': old_v_tm1,
-      'returns': returns, 'entropy': entropy}
-  tensors = {k: base.to_float(v, k) for k, v in tensors.items()}
-  base.check_same_shape(fn, **tensors)
-  _check_clip(fn, 'clip_epsilon', clip_epsilon)
-  if value_clip_epsilon is not None:
-    _check_clip(fn, 'value_clip_epsilon', value_clip_epsilon)
+  tensors = _ppo_inputs(fn, clip_epsilon, value_clip_epsilon, log_prob=log_prob,
+                        old_log_prob=old_log_prob, advantages=advantages,
+                        v_tm1=v_tm1, old_v_tm1=old_v_tm1, returns=returns,
+                        entropy=entropy)
   log_prob, old_log_prob = tensors['log_prob'], tensors['old_log_prob']
   v_tm1, old_v_tm1 = tensors['v_tm1'], tensors['old_v_tm1']
   returns = tf.stop_gradient(tensors['returns'])
@@ -229,3 +224,14 @@ def _value_loss(v_tm1: tf.Tensor, old_v_tm1: tf.Tensor, returns: tf.Tensor,
         v_tm1 - old_v_tm1, -value_clip_epsilon, value_clip_epsilon)
     value_error = tf.maximum(value_error, tf.square(v_clipped - returns))
   return 0.5 * tf.reduce_mean(value_error)
+
+
+def _ppo_inputs(fn: str, clip_epsilon: ClipRange,
+                value_clip_epsilon: Optional[ClipRange], **tensors):
+  """The tensors as float32, of one shape; the clip ranges checked."""
+  tensors = {k: base.to_float(v, k) for k, v in tensors.items()}
+  base.check_same_shape(fn, **tensors)
+  _check_clip(fn, 'clip_epsilon', clip_epsilon)
+  if value_clip_epsilon is not None:
+    _check_clip(fn, 'value_clip_epsilon', value_clip_epsilon)
+  return tensors

@@ -90,17 +90,8 @@ def vtrace(
       threshold / λ is out of range.
   """
   fn = 'vtrace'
-  v_tm1 = base.to_float(v_tm1, 'v_tm1')
-  bootstrap_value = base.to_float(bootstrap_value, 'bootstrap_value')
-  r_t = base.to_float(r_t, 'r_t')
-  discount_t = base.to_float(discount_t, 'discount_t')
-  log_rhos = base.to_float(log_rhos, 'log_rhos')
-  if v_tm1.shape.rank is not None and v_tm1.shape.rank < 1:
-    raise ValueError(f'{fn}: v_tm1 must be at least [T], got a scalar.')
-  base.check_same_shape(fn, v_tm1=v_tm1, r_t=r_t, discount_t=discount_t,
-                        log_rhos=log_rhos)
-  base.check_shape(fn, 'bootstrap_value', bootstrap_value, v_tm1.shape[1:],
-                   'v_tm1 without its leading time dimension')
+  v_tm1, bootstrap_value, r_t, discount_t, log_rhos = _vtrace_inputs(
+      fn, v_tm1, bootstrap_value, r_t, discount_t, log_rhos)
   base.check_threshold(fn, 'clip_rho_threshold', clip_rho_threshold)
   base.check_threshold(fn, 'clip_pg_rho_threshold', clip_pg_rho_threshold)
   base.check_unit_interval(fn, 'lambda_', lambda_)
@@ -116,14 +107,7 @@ def vtrace(
     v_t = base.next_values(v_tm1, bootstrap_value)  # V(x_{s+1}), [T, B]
     deltas = clipped_rhos * (r_t + discount_t * v_t - v_tm1)
 
-    def backward(acc, elems):
-      delta_s, discount_s, c_s = elems
-      return delta_s + discount_s * c_s * acc
-
-    vs_minus_v = tf.scan(
-        backward, (deltas, discount_t, cs),
-        initializer=tf.zeros_like(bootstrap_value), reverse=True)
-    vs = vs_minus_v + v_tm1
+    vs = _backward_trace(deltas, discount_t, cs, bootstrap_value) + v_tm1
     vs_t = base.next_values(vs, bootstrap_value)  # v_{s+1}, [T, B]
     if pg_advantage == 'gae':
       vs_t = (1.0 - lambda_) * v_t + lambda_ * vs_t
@@ -132,6 +116,34 @@ def vtrace(
     pg_advantages = clipped_pg_rhos * (r_t + discount_t * vs_t - v_tm1)
     return VTraceReturns(vs=tf.stop_gradient(vs),
                          pg_advantages=tf.stop_gradient(pg_advantages))
+
+
+def _backward_trace(deltas, discount_t, cs, bootstrap_value):
+  """v_s - V(x_s) = δ_s + γ_s c_s (v_{s+1} - V(x_{s+1})), from s = T-1 down,
+  starting from 0 after the last step (v_T = V(x_T))."""
+
+  def backward(acc, elems):
+    delta_s, discount_s, c_s = elems
+    return delta_s + discount_s * c_s * acc
+
+  return tf.scan(backward, (deltas, discount_t, cs),
+                 initializer=tf.zeros_like(bootstrap_value), reverse=True)
+
+
+def _vtrace_inputs(fn, v_tm1, bootstrap_value, r_t, discount_t, log_rhos):
+  """The inputs as float32, their shapes checked against one another."""
+  v_tm1 = base.to_float(v_tm1, 'v_tm1')
+  bootstrap_value = base.to_float(bootstrap_value, 'bootstrap_value')
+  r_t = base.to_float(r_t, 'r_t')
+  discount_t = base.to_float(discount_t, 'discount_t')
+  log_rhos = base.to_float(log_rhos, 'log_rhos')
+  if v_tm1.shape.rank is not None and v_tm1.shape.rank < 1:
+    raise ValueError(f'{fn}: v_tm1 must be at least [T], got a scalar.')
+  base.check_same_shape(fn, v_tm1=v_tm1, r_t=r_t, discount_t=discount_t,
+                        log_rhos=log_rhos)
+  base.check_shape(fn, 'bootstrap_value', bootstrap_value, v_tm1.shape[1:],
+                   'v_tm1 without its leading time dimension')
+  return v_tm1, bootstrap_value, r_t, discount_t, log_rhos
 
 
 def impala_loss_from_log_probs(

@@ -26,6 +26,9 @@ from repertory.environments.multiagent.base import SIMULTANEOUS
 from repertory.environments.multiagent.base import TERMINAL
 from repertory.environments.multiagent.versus import RandomOpponent
 from repertory.environments.multiagent.versus import VersusEnvironment
+from repertory.environments.multiagent.seat import flat_view
+from repertory.environments.multiagent.seat import RandomSeat
+from repertory.environments.multiagent.seat import SeatEnvironment
 
 
 def make_openspiel(game: str, seed: Optional[int] = None, **kwargs):

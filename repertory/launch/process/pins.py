@@ -2,7 +2,8 @@
 
 Each module of `launch/process/` that reaches into a private name of a
 third-party package says which version it was written for (`PINNED`: a
-distribution and a version, or a version prefix such as '2.15') and which
+distribution, or alternatives 'a|b', and a version, or a version prefix
+such as '2.15') and which
 names it uses (`PRIVATE_NAMES`: (module, attribute path)). `problems()` lists,
 in one line each, a pinned package installed at another version and a
 private name that cannot be found; tests/launch/private_apis_test.py fails
@@ -34,6 +35,17 @@ def private_names() -> List[Tuple[str, str, str]]:
           for module, path in _module(name).PRIVATE_NAMES]
 
 
+def installed_version(distribution: str) -> str:
+  """The installed version of `distribution` ('a|b': the first of them
+  installed), or 'not installed'."""
+  for name in distribution.split('|'):
+    try:
+      return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      continue
+  return 'not installed'
+
+
 def version_matches(installed: str, pinned: str) -> bool:
   """Whether `installed` is `pinned`, or within it if `pinned` is a prefix
   ('2.15' takes '2.15.1', not '2.150')."""
@@ -51,10 +63,7 @@ def problems() -> List[str]:
   that is gone."""
   found = []
   for name, distribution, pinned in pins():
-    try:
-      installed = importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-      installed = 'not installed'
+    installed = installed_version(distribution)
     if not version_matches(installed, pinned):
       found.append(f'launch/process/{name}.py was written for {distribution} '
                    f'{pinned}; {installed} is installed: check its private '

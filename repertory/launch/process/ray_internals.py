@@ -26,6 +26,8 @@ to Ray's public behaviour where a name is missing, so a different Ray runs
 - `node_addresses`: the addresses a cluster's nodes registered, from its GCS
   (`ray._raylet.GcsClient`), to tell a cluster started on loopback from one
   `ray start` registered at the outward address.
+- `node_table`: the same table with each node's liveness and resources, for
+  `repertory.cluster`'s hosts.
 - `enable_token_auth`: token authentication for a cluster that
   `ray.cluster_utils.Cluster` starts (it does not turn it on itself).
 """
@@ -33,7 +35,7 @@ to Ray's public behaviour where a name is missing, so a different Ray runs
 import contextlib
 import importlib
 import time
-from typing import Iterator, List
+from typing import Any, Dict, Iterator, List
 
 PINNED = ('ray', '2.60.0')
 # (module, attribute path) of every private name used here.
@@ -46,7 +48,9 @@ PRIVATE_NAMES = (
     ('ray._private.state', 'GlobalState._initialize_global_state'),
     ('ray._private.state', 'GlobalState.node_table'),
     ('ray._private.ray_constants', 'ENABLE_RAY_CLUSTER'),
-    ('ray._raylet', 'GcsClient.get_all_node_info'),
+    ('ray._raylet', 'GcsClient'),
+    # GcsClient forwards its calls to InnerGcsClient.
+    ('ray._raylet', 'InnerGcsClient.get_all_node_info'),
     ('ray._private.authentication.authentication_token_setup',
      '_enable_token_auth'),
     ('ray._private.authentication.authentication_token_setup',
@@ -160,6 +164,16 @@ def node_addresses(gcs_address: str, timeout: float) -> List[str]:
   nodes = GcsClient(address=gcs_address).get_all_node_info(
       timeout=timeout).values()
   return [n.node_manager_address for n in nodes]
+
+
+def node_table(gcs_address: str, timeout: float) -> List[Dict[str, Any]]:
+  """Each node of the cluster whose GCS is at `gcs_address`: its `ip`,
+  whether it is `alive`, and its `resources` (totals)."""
+  from ray._raylet import GcsClient  # pylint: disable=g-import-not-at-top
+  nodes = GcsClient(address=gcs_address).get_all_node_info(
+      timeout=timeout).values()
+  return [{'ip': n.node_manager_address, 'alive': n.state == 0,
+           'resources': dict(n.resources_total)} for n in nodes]
 
 
 def enable_token_auth() -> None:

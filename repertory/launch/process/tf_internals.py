@@ -13,11 +13,12 @@ installed TensorFlow is another version or one of the names is gone.
 
 from typing import Any, Callable, Dict, List, Sequence
 
-PINNED = ('tensorflow', '2.15')
+# The CPU wheel (tensorflow-cpu) or the CUDA one (tensorflow).
+PINNED = ('tensorflow-cpu|tensorflow', '2.15')
 # (module, attribute path) of every private name used here.
 PRIVATE_NAMES = (
     ('tensorflow.python.client.session', 'BaseSession._call_tf_sessionrun'),
-    ('tensorflow.python.framework.tensor', 'Tensor._as_tf_output'),
+    ('tensorflow.python.framework.ops', 'SymbolicTensor._as_tf_output'),
 )
 
 

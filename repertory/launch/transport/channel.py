@@ -176,6 +176,7 @@ class ChannelServer:
     self.address = f'{host}:{self._listener.getsockname()[1]}'
     self._lock = threading.Lock()
     self._served: Set[socket.socket] = set()  # Authenticated, open.
+    self._proven: Set[socket.socket] = set()  # Hold the key, in handshake.
     # In their handshake, oldest first: socket -> deadline.
     self._handshaking: Dict[socket.socket, float] = {}
     self._handshake_threads: Set[threading.Thread] = set()
@@ -266,6 +267,14 @@ class ChannelServer:
       conn = mp_connection.Connection(os.dup(sock.fileno()))
       try:
         mp_connection.deliver_challenge(conn, self._authkey)
+        # The peer holds the key: a slot is taken before the client's half
+        # ends, so that a client over max_connections learns it there.
+        with self._lock:
+          if len(self._served) + len(self._proven) >= self._max_connections:
+            raise ConnectionRefusedError(
+                f'{self._max_connections} connections are open '
+                '(max_connections)')
+          self._proven.add(sock)
         mp_connection.answer_challenge(conn, self._authkey)
       finally:
         conn.close()
@@ -274,9 +283,9 @@ class ChannelServer:
       error = e  # A wrong key, a stranger's bytes, a stall, a cut, a close.
     with self._lock:
       self._handshake_threads.discard(threading.current_thread())
+      self._proven.discard(sock)
       in_time = self._handshaking.pop(sock, None) is not None
-      admitted = (error is None and in_time and not self.closed and
-                  len(self._served) < self._max_connections)
+      admitted = error is None and in_time and not self.closed
       if admitted:
         self._served.add(sock)
         self._joined.append(serving.Peer(sock, peer))

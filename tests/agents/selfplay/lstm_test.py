@@ -1,4 +1,4 @@
-"""`--agent=impala --selfplay=<rule> --config.use_lstm=true`: IMPALA's LSTM
+"""`--agent=selfplay --config.use_lstm=true`: IMPALA's LSTM
 network in self-play. The variant trains in test_mt on Kuhn poker (main
 exploiters too); the core state stored at an item's first step (read from
 a real Reverb table) is the LSTM state of the player's earlier turns,
@@ -22,7 +22,6 @@ from repertory.agents.selfplay import acting
 from repertory.agents.selfplay import config as config_lib
 from repertory.agents.selfplay import networks as networks_lib
 from repertory.agents.selfplay import program as program_lib
-from repertory.agents.selfplay import variants
 from repertory.components import league as league_lib
 from repertory.components import networks
 from repertory.components import variables
@@ -246,24 +245,6 @@ def test_options_that_cannot_apply_are_refused(overrides, match, tmp_path):
       agent='selfplay', env=GAME, logdir=str(tmp_path))
   with pytest.raises(ValueError, match=match):
     selfplay.make_program(_config(**overrides), experiment)
-
-
-def test_impala_options_self_play_does_not_take_are_refused():
-  argv = ['run', '--agent=impala', '--selfplay=pfsp',
-          '--config.use_lstm=true', '--config.shared_torso=false']
-  with pytest.raises(ValueError) as error:
-    variants.rewrite_argv(argv, 'impala')
-  message = str(error.value)
-  assert '\n' not in message
-  assert message.startswith('--config.shared_torso does not apply to '
-                            '--agent=impala --selfplay=pfsp; self-play takes '
-                            "these of impala's: ")
-  for name in ('use_lstm', 'lstm_size', 'unroll_length', 'hidden_sizes'):
-    assert name in message
-  assert variants.rewrite_argv(argv[:-1], 'impala') == [
-      'run', '--agent=selfplay', '--config.policy_loss=vtrace',
-      '--config.inference=local', '--config.matchmaking=pfsp',
-      '--config.use_lstm=true']
 
 
 def _reference_recurrent_vtrace(network, data, config):

@@ -1,6 +1,6 @@
 """The selfplay agent: config checks, games it refuses, and short test_mt
 runs on Kuhn poker that raise the return against a random player (NeuRD,
-and the IMPALA (V-trace) and PPO variants of `--selfplay`) and fill
+and its V-trace and PPO losses) and fill
 the league (snapshots, payoffs, per-game opponent log)."""
 
 import csv

@@ -1,0 +1,235 @@
+"""The league node around any agent: snapshots of the learner's weights by
+version, opponents per episode, payoffs and Elo.
+
+    league = LeagueNode(logdir + '/league', learner, make_eval_actor,
+                        matchmaking='pfsp', snapshot_every_versions=200)
+    league.run()                                   # snapshots as versions pass
+    [(opponent, version)] = league.sample_opponents(1)      # an environment
+    version, variables = league.get_snapshot(opponent)      # once per id
+    league.report([('main', opponent, 0.75)])               # per game
+
+It knows no agent: the learner is any variable source (the agent's
+`LearnerHost`), and which variable groups a snapshot holds is what the
+agent's own evaluation actor (`make_eval_actor`, the one its run monitor
+evaluates with) asks the learner for. A snapshot is those groups at one
+version, frozen in `<directory>/weights/<id>.npz`; the pool, payoffs and
+ratings are the `League`'s `league.json` beside them.
+
+Consistency with the learner: when the node starts, snapshots newer than the
+version the learner serves (a learner resumed from an older checkpoint after
+a crash) are dropped, in one logged line; a snapshot's weights are written
+before `league.json` names it.
+"""
+
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from absl import logging
+from repertory import core
+from repertory import launch
+from repertory.components.league import league as league_lib
+from repertory.components.league import storage
+
+MAIN = 'main'
+
+
+class _Recorder:
+  """A variable source that forwards to `source` and records the names
+  asked for (which groups the agent's evaluation actor reads)."""
+
+  def __init__(self, source: Any):
+    self._source = source
+    self.names: List[str] = []
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    names = [names] if isinstance(names, str) else list(names)
+    self.names = list(dict.fromkeys(self.names + names))
+    return self._source.get_variables(names)
+
+  def __getattr__(self, name: str) -> Any:
+    if name.startswith('_'):
+      raise AttributeError(name)
+    return getattr(self._source, name)
+
+
+class FrozenSource:
+  """A variable source that serves one snapshot's variables forever."""
+
+  def __init__(self, version: int, variables: Mapping[str, Any]):
+    self._version, self._variables = int(version), dict(variables)
+
+  def get_variables(self, names: Sequence[str]) -> core.VersionedVariables:
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in self._variables]
+    if unknown:
+      raise KeyError(f'The snapshot holds no variables {unknown}; it holds '
+                     f'{sorted(self._variables)}.')
+    return core.VersionedVariables(self._version,
+                                   [self._variables[n] for n in names])
+
+  def get_variables_if_newer(self, names: Sequence[str], version: int):
+    return None if version >= self._version else self.get_variables(names)
+
+
+def variable_names(make_eval_actor: Callable[[Any], Any],
+                   learner: Any) -> List[str]:
+  """The variable groups the agent's evaluation actor reads."""
+  recorder = _Recorder(learner)
+  actor = make_eval_actor(recorder)
+  actor.update(wait=True)
+  close = getattr(actor, 'close', None)
+  if callable(close):
+    close()
+  if not recorder.names:
+    raise ValueError('The evaluation actor read no variables from its '
+                     'source; the league cannot snapshot it.')
+  return recorder.names
+
+
+class LeagueNode:
+  """A `League` of the learner's snapshots (see the module docstring).
+
+  Args:
+    directory: the league's directory (`<logdir>/league`).
+    learner: the agent's learner (handle): a variable source.
+    make_eval_actor: the agent's evaluation actor factory.
+    matchmaking: a rule of `matchmaking.RULES` or 'alphastar'.
+    snapshot_every_versions: a snapshot each time the learner's version
+      passed this many versions since the last one (and one at the start).
+    max_snapshots: the pool's size (the oldest but the first leave it).
+    payoff: (lowest, highest) payoff of a game, if known: a game's score for
+      the ratings is its payoff scaled to [0, 1]; None: win 1, draw 0.5.
+    seed: the matchmaking's seed.
+    logdir: where the league's metrics go (`<logdir>/league` in CSV and
+      TensorBoard); None: terminal only.
+    poll_seconds: how long one wait for a new version lasts.
+  """
+
+  def __init__(self, directory: str, learner: Any,
+               make_eval_actor: Callable[[Any], Any],
+               matchmaking: str = 'pfsp', snapshot_every_versions: int = 200,
+               max_snapshots: int = 1000, seed: int = 0,
+               logdir: Optional[str] = None, poll_seconds: float = 2.0,
+               elo_k: float = 16.0):
+    if snapshot_every_versions < 1:
+      raise ValueError('snapshot_every_versions must be >= 1, got '
+                       f'{snapshot_every_versions}.')
+    self._league = league_lib.League(
+        directory, None, matchmaking=matchmaking, latest_is_live=False,
+        snapshot_every_steps=None, max_snapshots=max_snapshots,
+        elo_k=elo_k, seed=seed)
+    self._weights = storage.WeightStore(os.path.join(directory, 'weights'))
+    self._learner = learner
+    self._make_eval_actor = make_eval_actor
+    self._every = snapshot_every_versions
+    self._poll = poll_seconds
+    self._names: Optional[List[str]] = None  # Set once started.
+    self._start_lock = threading.Lock()
+    self._template: Optional[Dict[str, Any]] = None
+    self._loaded: Dict[str, Tuple[int, Dict[str, Any]]] = {}
+    self._logger = None
+    if logdir:
+      from repertory.components import loggers  # pylint: disable=g-import-not-at-top
+      self._logger = loggers.make_logger('league', logdir=logdir,
+                                         time_delta=10.0, use_csv=True)
+
+  # --- snapshots ---------------------------------------------------------------
+
+  def _ensure_started(self) -> None:
+    """`_start()` once, by whichever comes first: `run()` or an
+    environment's first call."""
+    with self._start_lock:
+      if self._names is None:
+        self._start()
+
+  def _start(self) -> None:
+    """Learns the groups to snapshot, drops snapshots the learner is behind
+    (after a crash), takes the first."""
+    names = variable_names(self._make_eval_actor, self._learner)
+    version, values = self._learner.get_variables(names)
+    self._template = dict(zip(names, values))
+    dropped = self._league.drop_newer(MAIN, version)
+    for player in dropped:
+      self._weights.remove(player)
+    if dropped:
+      logging.warning(
+          'League: dropped %d snapshot(s) newer than the learner\'s version '
+          '%d (%s..%s): it resumed from an older checkpoint, which holds no '
+          'weights of theirs.', len(dropped), version, dropped[0], dropped[-1])
+    if self._league.newest(MAIN) is None:
+      self._add(version, self._template)
+    self._names = names  # Started.
+
+  def _add(self, version: int, variables: Mapping[str, Any]) -> str:
+    player = league_lib.snapshot_id(MAIN, version)
+    self._weights.save(player, variables)  # Before league.json names it.
+    self._loaded[player] = (int(version), dict(variables))
+    return self._league.add_player(None, version, version, MAIN)
+
+  def snapshot(self) -> Optional[str]:
+    """Adds a snapshot if the learner is `snapshot_every_versions` past the
+    newest; returns its id (None: not due)."""
+    self._ensure_started()
+    newest = self._league.newest(MAIN)
+    due = 0 if newest is None else newest[1] + self._every
+    wait = getattr(self._learner, 'wait_for_version', None)
+    if callable(wait):
+      try:  # LearnerHost's returns the version; VariableStore's raises.
+        if wait(due, timeout_s=self._poll) < due:
+          return None
+      except TimeoutError:
+        return None
+    version, values = self._learner.get_variables(self._names)
+    if newest is not None and version < due:
+      if not callable(wait):
+        time.sleep(self._poll)
+      return None
+    return self._add(version, dict(zip(self._names, values)))
+
+  def run(self) -> None:
+    """Takes snapshots as the learner's versions pass, until the stop."""
+    stop = launch.stop_event()
+    self._ensure_started()
+    while not stop.is_set():
+      self.snapshot()
+      if self._logger is not None:
+        self._logger.write(self._league.summary())
+
+  # --- what environments call ---------------------------------------------------
+
+  def sample_opponents(self, n: int = 1) -> List[Tuple[str, int]]:
+    """`n` opponents (id, version) for the main agent's next episodes; a
+    live pick (AlphaStar's self-play share) is its newest snapshot."""
+    self._ensure_started()
+    newest = self._league.newest(MAIN)
+    picks = self._league.sample_opponents(MAIN, n)
+    return [newest if v == league_lib.LIVE_VERSION and newest else (p, v)
+            for p, v in picks]
+
+  def get_snapshot(self, player: str) -> Tuple[int, Dict[str, Any]]:
+    """(version, {group: variables}) of snapshot `player`."""
+    self._ensure_started()
+    if player not in self._loaded:
+      entry = next((p for p in self._league.players() if p['id'] == player),
+                   None)
+      if entry is None:
+        raise KeyError(f'No snapshot {player!r} in the league.')
+      self._loaded[player] = (entry['version'],
+                              self._weights.load(player, self._template))
+    return self._loaded[player]
+
+  def report(self, results: List[Tuple[str, str, float]]) -> None:
+    """Finished games: (player, opponent, player's score in [0, 1])."""
+    self._league.report(results)
+
+  def summary(self) -> Dict[str, float]:
+    return self._league.summary()
+
+  def players(self) -> List[dict]:
+    return self._league.players()
+
+  def table(self) -> List[dict]:
+    return self._league.table()
+

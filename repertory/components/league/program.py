@@ -1,0 +1,140 @@
+"""A league around any agent: the agent's own program graph, playing one seat
+of a two-player game against snapshots of itself.
+
+    program = league.make_program(impala.make_program, config, experiment,
+                                  matchmaking='pfsp')
+
+is what `python -m repertory.run --agent=impala --env=openspiel:kuhn_poker
+--league=pfsp` launches:
+
+ actor/i (the agent's own) --> LeagueSeat: the seat's flat view; the other
+   seat played by a snapshot, picked per episode --.   --> the agent's queue
+        ^                                           |       and learner
+        '-- opponents, snapshots' weights -- league <-- the learner's weights
+   league <-- finished games (payoffs, Elo)              (by version)
+
+The agent's program is built unchanged with `experiment.env` replaced by a
+`LeagueGame` (opponents.py); the league learns from the agent's run monitor
+which evaluation actor plays its policy (the league plays snapshots with
+it) and which node is its learner (snapshots are the groups that actor
+reads, fetched by version). The run monitor and the evaluator then evaluate
+the alternating seat against a uniformly random player, at least
+`MIN_EVAL_GAMES` games each time.
+"""
+
+import contextlib
+import dataclasses
+import functools
+import os
+from typing import Any, Callable
+
+from repertory import environments
+from repertory import launch
+from repertory.components.evaluation import evaluator as evaluator_lib
+from repertory.components.evaluation import monitor as monitor_lib
+from repertory.components.league import matchmaking as matchmaking_lib
+from repertory.components.league import node as node_lib
+from repertory.components.league import opponents
+from repertory.components.league import storage
+from repertory.environments import multiagent
+from repertory.environments.multiagent import seat as seat_lib
+
+RULES = (*matchmaking_lib.RULES, *matchmaking_lib.MAIN_RULES)
+# Games every evaluation of a league run plays at least (half in each seat):
+# enough that a 95% interval of the mean return excludes chance when the
+# policy is clearly better than random.
+MIN_EVAL_GAMES = 2000
+
+
+def check_game(env: Any) -> None:
+  """Refuses (one line) what a league cannot seat an agent in: anything but
+  a turn-based two-player game."""
+  with contextlib.closing(environments.make(env, seed=0)) as game:
+    if not isinstance(game, multiagent.MultiAgentEnvironment):
+      raise ValueError(f'A league plays two-player games (openspiel:<game>, '
+                       f'pettingzoo:<family>.<game>); {env!r} is a '
+                       'single-agent environment.')
+    if game.simultaneous or game.num_players != 2:
+      raise ValueError(f'A league plays turn-based two-player games; {env!r} '
+                       f'has {game.num_players} players'
+                       f'{" moving at once" if game.simultaneous else ""}.')
+
+
+def against_random(env: Any, seed: int) -> seat_lib.SeatEnvironment:
+  """The alternating seat of game `env` against a uniformly random player,
+  as the agent sees it (flat views)."""
+  return seat_lib.RandomSeat(environments.make(env, seed=seed), seed)
+
+
+def _monitor(program: launch.Program) -> launch.PyClassNode:
+  monitors = [n for n in program.groups.get('monitor', [])
+              if getattr(n, '_ctor', None) is monitor_lib.RunMonitor]
+  if len(monitors) != 1:
+    raise ValueError(
+        f'A league needs the agent program to have one run monitor '
+        f'(experiment.add_monitor), to know its learner and evaluation '
+        f'actor; {program.name!r} has {len(monitors)}.')
+  return monitors[0]
+
+
+def make_program(make_agent_program: Callable[..., launch.Program],
+                 config: Any, experiment: Any, matchmaking: str = 'pfsp',
+                 snapshot_every_versions: int = 200,
+                 max_snapshots: int = 1000, **program_kwargs: Any
+                 ) -> launch.Program:
+  """The agent's program (`make_agent_program(config, experiment,
+  **program_kwargs)`) in a league on the game `experiment.env`.
+
+  Args:
+    make_agent_program: the agent's `make_program`.
+    config: the agent's config.
+    experiment: an `ExperimentConfig` whose `env` is a two-player game.
+    matchmaking: a rule of `RULES`.
+    snapshot_every_versions: see `LeagueNode`.
+    max_snapshots: see `LeagueNode`.
+
+  Raises:
+    ValueError (one line, before anything is written): an unknown rule, a
+      game a league cannot play, a league directory it cannot continue.
+  """
+  if matchmaking not in RULES:
+    raise ValueError(f'--league={matchmaking!r}; choose one of '
+                     f'{", ".join(RULES)}.')
+  check_game(experiment.env)
+  directory = os.path.join(experiment.logdir, 'league')
+  storage.check_directory(directory, resumed=os.path.exists(
+      os.path.join(experiment.logdir, 'counts.json')))
+  league = launch.CourierNode(node_lib.LeagueNode)
+  game = opponents.LeagueGame(experiment.env, league.create_handle())
+  program = make_agent_program(
+      config, dataclasses.replace(experiment, env=game), **program_kwargs)
+  monitor = _monitor(program)
+  args, kwargs = monitor.arguments()
+  make_eval_actor, learner = kwargs['make_eval_actor'], kwargs[
+      'variable_source']
+  game.make_eval_actor = make_eval_actor
+  evaluation = functools.partial(against_random, experiment.env,
+                                 experiment.eval_seed)
+  metadata = dict(kwargs.get('metadata') or {}, league=matchmaking,
+                  env=environments_name(experiment.env))
+  games = max(kwargs.get('eval_episodes') or 0, MIN_EVAL_GAMES)
+  monitor.configure(*args, **dict(kwargs, make_environment=evaluation,
+                                  metadata=metadata, eval_episodes=games))
+  for node in program.groups.get('evaluator', []):
+    if getattr(node, '_ctor', None) is evaluator_lib.PeriodicEvaluator:
+      args, kwargs = node.arguments()
+      node.configure(*(args[:2] + (evaluation,) + args[3:]),
+                     **dict(kwargs, num_episodes=games))
+  league.configure(directory, learner, make_eval_actor,
+                   matchmaking=matchmaking,
+                   snapshot_every_versions=snapshot_every_versions,
+                   max_snapshots=max_snapshots, seed=experiment.seed,
+                   logdir=experiment.logdir)
+  with program.group('league'):
+    program.add_node(league)
+  return program
+
+
+def environments_name(env: Any) -> str:
+  return env if isinstance(env, str) else getattr(
+      env, '__qualname__', type(env).__name__)

@@ -1,0 +1,96 @@
+"""A league around an agent the league code has never heard of: the example
+custom agent (examples/custom_agent.py) in a league on OpenSpiel's
+tic-tac-toe, with real Reverb and the real league node, wins more against a
+random player after training than before."""
+
+import functools
+import json
+import os
+
+import pytest
+
+from repertory import experiment as experiment_lib
+from repertory import launch
+from repertory import testing
+from repertory.components import league
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                        'examples')
+
+
+def _a2c():
+  return testing.import_script(os.path.join(EXAMPLES, 'custom_agent.py'),
+                               'league_custom_agent')
+
+
+def _experiment(tmp_path, **kwargs):
+  values = dict(agent='a2c', env='openspiel:tic_tac_toe', num_actors=1,
+                envs_per_actor=8, max_actor_steps=30_000,
+                stop_at_return='never', eval_episodes=20,
+                eval_every_steps=10_000, logdir=str(tmp_path),
+                launch_type='test_mt', progress_every_seconds=2.0)
+  values.update(kwargs)
+  return experiment_lib.ExperimentConfig(**values)
+
+
+def _score_of_snapshot(a2c, config, logdir, player, games=2000):
+  """Mean return of snapshot `player` (from the league's weights) in the
+  alternating seat against random, played as the run monitor plays."""
+  from repertory.components import actors  # pylint: disable=g-import-not-at-top
+  from repertory.components import networks  # pylint: disable=g-import-not-at-top
+  from repertory.components.evaluation import evaluator  # pylint: disable=g-import-not-at-top
+  env = league.against_random_seat('openspiel:tic_tac_toe', seed=7)
+  spec = experiment_lib.environment_spec(
+      lambda seed=0: league.against_random_seat('openspiel:tic_tac_toe', seed))
+  make = functools.partial(networks.mlp_policy_value_network, spec,
+                           config.hidden_sizes)
+  template = {'policy': networks.get_variables(make())}
+  variables = league.WeightStore(
+      os.path.join(logdir, 'league', 'weights')).load(player, template)
+  actor = actors.FeedForwardActor(make, league.FrozenSource(0, variables))
+  actor.update(wait=True)
+  return evaluator.evaluate(env, actor, games).return_mean
+
+
+def test_rejects_an_unknown_rule_and_a_single_agent_game(tmp_path):
+  a2c = _a2c()
+  with pytest.raises(ValueError, match="--league='best'; choose one of"):
+    league.make_program(a2c.make_program, a2c.Config(),
+                        _experiment(tmp_path), matchmaking='best')
+  with pytest.raises(ValueError, match='catch.* single-agent'):
+    league.make_program(a2c.make_program, a2c.Config(),
+                        _experiment(tmp_path, env='catch'))
+  assert not os.listdir(tmp_path)  # Nothing written.
+
+
+def test_the_program_is_the_agents_own_plus_a_league(tmp_path):
+  a2c = _a2c()
+  program = league.make_program(a2c.make_program, a2c.Config(),
+                                _experiment(tmp_path))
+  assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
+                                 'evaluator', 'actor', 'league'}
+
+
+@pytest.mark.slow  # A minute or two alone.
+def test_custom_agent_in_a_league_wins_more_against_random(tmp_path):
+  a2c = _a2c()
+  config = a2c.Config(unroll_length=10, batch_size=8, max_queue_size=32,
+                      learning_rate=3e-3)
+  program = league.make_program(a2c.make_program, config,
+                                _experiment(tmp_path), matchmaking='pfsp',
+                                snapshot_every_versions=50)
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=900)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  first = _score_of_snapshot(a2c, config, tmp_path, 'main@v0')
+  final = results['eval_return_mean']
+  assert results['eval_episodes'] >= league.MIN_EVAL_GAMES
+  assert results['league'] == 'pfsp'
+  assert final > first + 0.2, (first, final)
+  with open(os.path.join(tmp_path, 'league', 'league.json')) as f:
+    state = json.load(f)
+  assert len(state['players']) >= 2 and state['games'] > 100
+  weights = os.listdir(os.path.join(tmp_path, 'league', 'weights'))
+  assert len(weights) == len(state['players'])
