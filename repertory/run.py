@@ -133,6 +133,8 @@ RESUMABLE_CHANGES = ('experiment.max_actor_steps',
                      'experiment.stop_evaluations', 'experiment.eval_episodes',
                      'experiment.eval_every_steps',
                      'experiment.eval_every_seconds',
+                     'experiment.final_eval_episodes',
+                     'experiment.eval_fraction',
                      'experiment.launch_type',
                      'experiment.progress_every_seconds')
 
