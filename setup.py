@@ -71,7 +71,11 @@ setuptools.setup(
     version='0.1.0',
     description='Distributed reinforcement learning from small reusable '
     'components, in the style of Acme, Reverb and Launchpad.',
-    packages=setuptools.find_packages(include=['repertory', 'repertory.*']),
+    # repertory_remote: the remote environment client, also installable
+    # alone (clients/python/setup.py: no TensorFlow, Reverb or Ray).
+    packages=setuptools.find_packages(include=['repertory', 'repertory.*']) +
+    ['repertory_remote'],
+    package_dir={'repertory_remote': 'clients/python/repertory_remote'},
     package_data={'repertory.remote': ['environment.proto']},
     python_requires='>=3.9,<3.12',  # dm-reverb 0.14 wheels: CPython 3.9-3.11.
     install_requires=INSTALL_REQUIRES,

@@ -2,13 +2,15 @@
 
 Environment steps are generated first (the environment's cost is measured
 separately, as the 'raw env loop' row), then each writer writes the same
-steps into its own table of a real in-process Reverb server. Reports env
-steps written per second and the cost per step.
+steps into its own table of a real in-process Reverb server. Prints a
+Markdown table of env steps written per second and the cost per step, under
+a line with the date, the CPU count and the load average.
 
   python benchmarks/adder_throughput.py [--steps 20000] [--num_envs 16]
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -188,6 +190,7 @@ def main():
                       help='environment steps per single-env row')
   parser.add_argument('--num_envs', type=int, default=16)
   args = parser.parse_args()
+  started, load = time.gmtime(), os.getloadavg()[0]
 
   spec = adders.make_environment_spec(environments.make('catch'))
   extras = {'logits': np.zeros(NUM_ACTIONS, np.float32)}
@@ -251,11 +254,15 @@ def main():
            (f'UnrollAdder (T={UNROLL}, N={args.num_envs}), batched_items',
             batched, bare)]
 
-  print(f'\n{"writer":<62} {"env steps/s":>12} {"us/step":>8} '
-        f'{"vs bare":>8}')
+  print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", started)}, '
+        f'{os.cpu_count()} CPUs, load average {load:.2f} at start, '
+        f'{os.getloadavg()[0]:.2f} at end\n')
+  print('| writer (catch, random actions) | env steps/s | us per env step '
+        '| vs bare writer |')
+  print('|---|---:|---:|---:|')
   for name, rate, reference in rows:
     ratio = f'{rate / reference:.2f}x' if reference else ''
-    print(f'{name:<62} {rate:>12,.0f} {1e6 / rate:>8.1f} {ratio:>8}')
+    print(f'| {name} | {rate:,.0f} | {1e6 / rate:.1f} | {ratio} |')
   sizes = {name: info.current_size
            for name, info in client.server_info().items()}
   print('\nitems written:', sizes)

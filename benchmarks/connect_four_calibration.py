@@ -7,8 +7,8 @@ fixed players that need no training, as first and as second player.
 Players: `random` (a uniform legal move) and `one_ply` (takes a winning
 move when it has one; otherwise avoids every move after which the opponent
 can win at once, and picks among the rest weighted towards the centre
-column). They place issue 17's target, 60 % against MCTS-100 in both seats,
-on a scale: what a player that only sees one move ahead makes of it.
+column). They place a target of 60 % against MCTS-100 in both seats on a
+scale: what a player that only sees one move ahead makes of it.
 """
 
 import json

@@ -1,7 +1,7 @@
 r"""PPO's first update in one process: tracing and instantiating, then later.
 
-  flock /tmp/cpu.lock python benchmarks/first_update.py
-  flock /tmp/cpu.lock python benchmarks/first_update.py --optimizers=repertory,sonnet --repeats=3
+  python benchmarks/first_update.py
+  python benchmarks/first_update.py --optimizers=repertory,sonnet --repeats=3
 
 Builds PPO's algorithm (the default config, CartPole-v1's spec, a round of
 2 actors x 8 environments x 32 steps of random data), then times its first

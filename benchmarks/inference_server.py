@@ -1,6 +1,6 @@
 r"""What one call of SEED's inference server costs the server, in-process.
 
-  flock /tmp/cpu.lock python benchmarks/inference_server.py --actors=1,2,4
+  python benchmarks/inference_server.py --actors=1,2,4
 
 Builds SEED's `InferenceServer` as `seed.make_program` does with its
 default placement (the agent's `seed.networks.make_policy`, its default

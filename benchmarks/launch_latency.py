@@ -13,9 +13,13 @@ Measures, on a local Ray instance bound to 127.0.0.1 (started once):
     empty and carrying 8 Atari frames each way;
   * the same blocking call in threads (test_mt), and a plain Ray actor call
     (no repertory layer), for reference.
+
+Prints a Markdown table (medians over the launches) under a line with the
+date, the CPU count and the load average.
 """
 
 import logging
+import os
 import statistics
 import time
 
@@ -102,6 +106,7 @@ def time_calls(client, n: int):
 
 def main(_):
   import ray  # pylint: disable=g-import-not-at-top
+  started, load = time.gmtime(), os.getloadavg()[0]
   rows = []
   start = time.perf_counter()
   ray.init(address='local', _node_ip_address='127.0.0.1',
@@ -165,12 +170,14 @@ def main(_):
   launched.stop(timeout=60)
   rows += [('blocking call (test_mt threads)', blocking * 1e6, 'us'),
            ('pipelined futures (test_mt threads)', pipelined * 1e6, 'us/call')]
-  width = max(len(r[0]) for r in rows)
-  print(f'\n{"measurement":<{width}}  {"median":>10}  unit')
+  print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", started)}, '
+        f'{os.cpu_count()} CPUs, load average {load:.2f} at start, '
+        f'{os.getloadavg()[0]:.2f} at end; launches: {_REPEATS.value}, '
+        f'nodes: {_NUM_NODES.value}, calls: {_CALLS.value}\n')
+  print('| measurement (median) | value |')
+  print('|---|---:|')
   for name, value, unit in rows:
-    print(f'{name:<{width}}  {value:>10.3f}  {unit}')
-  print(f'(repeats={_REPEATS.value}, calls={_CALLS.value}, '
-        f'num_nodes={_NUM_NODES.value})')
+    print(f'| {name} | {value:.3f} {unit} |')
 
 
 if __name__ == '__main__':

@@ -6,6 +6,9 @@ Defaults: B = 32 unrolls of T = 20 steps; the MLP torso on CartPole-like
 observations (4 floats, 2 actions) and the Nature-DQN Atari torso on
 84x84x4 uint8 frames (6 actions).
 
+Prints a Markdown table under a line naming the device, the date and the
+load average.
+
   python benchmarks/learner_step.py                     # both torsos
   python benchmarks/learner_step.py --torso=atari --lstm --steps=20
 """
@@ -120,16 +123,17 @@ def main(argv):
       'device_name', 'GPU:0') if gpus else 'the CPU')
   print(f'learner step = forward + V-trace IMPALA loss + backward + RMSProp, '
         f'in tf.function; B={_BATCH.value} unrolls x T={_UNROLL.value} steps; '
-        f'TF {tf.__version__} on {device}; {os.cpu_count()} CPUs; load '
-        f'average {os.getloadavg()[0]:.1f} at start')
-  print(f'{"torso":<12}{"params":>10}{"median ms":>12}{"p90 ms":>10}'
-        f'{"frames/s":>12}{"warmup s":>10}')
+        f'TF {tf.__version__} on {device}; {os.cpu_count()} CPUs; '
+        f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; load '
+        f'average {os.getloadavg()[0]:.2f} at start\n')
+  print('| torso | params | median ms/step | p90 ms | frames/s | warm-up s |')
+  print('|---|---:|---:|---:|---:|---:|')
   for name in names:
     r = time_torso(name)
-    print(f'{r["torso"]:<12}{r["params"]:>10,}{r["median_ms"]:>12.1f}'
-          f'{r["p90_ms"]:>10.1f}{r["frames_per_s"]:>12,.0f}'
-          f'{r["warmup_s"]:>10.1f}', flush=True)
-  print(f'load average {os.getloadavg()[0]:.1f} at end')
+    print(f'| {r["torso"]} | {r["params"]:,} | {r["median_ms"]:.1f} | '
+          f'{r["p90_ms"]:.1f} | {r["frames_per_s"]:,.0f} | '
+          f'{r["warmup_s"]:.1f} |', flush=True)
+  print(f'\nload average {os.getloadavg()[0]:.2f} at end')
 
 
 if __name__ == '__main__':

@@ -1,17 +1,17 @@
 r"""Remote environments: action throughput and latency through the gRPC
 service, beside in-process SEED actors, and time for remote clients to
-solve Catch. Results go to BENCHMARKS.md ("Remote environments").
+solve Catch. Results go to BENCHMARKS.md ("Remote environment throughput").
 
-  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=throughput --episodes=1,4,16,64 --seconds=8
-  flock /tmp/cpu.lock timeout 300 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=solve --kind=node --processes=4
-  flock /tmp/cpu.lock timeout 600 python benchmarks/remote_throughput.py \
+  python benchmarks/remote_throughput.py \
       --part=solve --agent=ppo --processes=4 --threads=4
 
 throughput: SEED on `remote:catch` in local_mt (learner training), N
 concurrent remote episodes from min(N, 4) Python client processes
-(`repertory.remote.catch_client --threads`), actions/s and p50/p99 action
+(`repertory_remote.catch_client --threads`), actions/s and p50/p99 action
 latency over all actions after a warm-up; then the same SEED program on
 local `catch` with in-process actors stepping N environments
 (min(N, 4) actors), actor steps/s from the counter.
@@ -20,6 +20,10 @@ each, default 1) play until the monitor's mean return of the last 100
 episodes reaches 0.9; the final evaluation plays 20 episodes of local catch.
 `--agent` picks the learner: seed (V-trace, default), ppo or r2d2, each with
 its default config except the overrides in `SOLVE_CONFIGS`.
+
+Each row is printed as JSON as it is measured; at the end the script prints
+the Markdown table (throughput) or row (solve) that BENCHMARKS.md shows,
+under a line with the date, the CPU count and the load average.
 """
 
 import argparse
@@ -44,9 +48,8 @@ SOLVE_EXPERIMENTS = {
     'seed': {},
     'ppo': dict(num_actors=2, envs_per_actor=8, eval_every_steps=2_000),
     # R2D2's greedy evaluation swings between evaluations early on (one at
-    # 1.0 stopped a run whose final evaluation was 0.5): a fixed budget (the
-    # in-process catch runs above solve in ~30,000 steps), then 100 final
-    # evaluation episodes.
+    # 1.0 stopped a run whose final evaluation was 0.5): a fixed budget, then
+    # 100 final evaluation episodes.
     'r2d2': dict(num_actors=4, stop_at_return=None, max_actor_steps=40_000,
                  eval_episodes=100)}
 
@@ -68,7 +71,7 @@ def _client(kind, address_file, *args):
     command = ['node', os.path.join(ROOT, 'clients', 'node',
                                     'catch_client.js')]
   else:
-    command = [sys.executable, '-m', 'repertory.remote.catch_client']
+    command = [sys.executable, '-m', 'repertory_remote.catch_client']
   return subprocess.Popen(command + [f'--address_file={address_file}', *args],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           text=True, env=env)
@@ -137,6 +140,35 @@ def throughput(episodes, seconds):
   return rows
 
 
+def throughput_table(rows):
+  """The rows of `throughput` as a Markdown table, one line per N."""
+  local = {r['episodes']: r['actions_per_s'] for r in rows
+           if r['what'] != 'remote'}
+  lines = ['| concurrent episodes N | remote actions/s | p50 latency (ms) | '
+           'p99 latency (ms) | in-process SEED actor steps/s |',
+           '|---:|---:|---:|---:|---:|']
+  for r in rows:
+    if r['what'] == 'remote':
+      lines.append(f"| {r['episodes']} | {r['actions_per_s']:,} | "
+                   f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p99']:.1f} | "
+                   f"{local.get(r['episodes'], 0):,} |")
+  return '\n'.join(lines)
+
+
+def solve_row(row, load):
+  """A `solve` result as a row of BENCHMARKS.md's solve table."""
+  def cell(value):
+    return '—' if value is None else (
+        f'{value:,}' if isinstance(value, int) else f'{value:.2f}')
+  clients = (f"{row['processes']} {row['kind']} processes"
+             f" × {row['episodes_per_process']} episodes")
+  return (f"| {row['agent']}, {clients} | {row['wall_s']} | "
+          f"{cell(row['actor_steps'])} | {cell(row['learner_steps'])} | "
+          f"{cell(row['train_return_last_100'])} | "
+          f"{cell(row['eval_return_mean'])} ({row['eval_episodes']} ep) | "
+          f"{load} |")
+
+
 def solve(kind, processes, timeout, agent='seed', threads=1):
   from repertory import launch  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory() as logdir:
@@ -160,7 +192,8 @@ def solve(kind, processes, timeout, agent='seed', threads=1):
     launched.stop(timeout=60)
     with open(os.path.join(logdir, 'results.json')) as f:
       results = json.load(f)
-  row = {'what': f'solve catch, {agent}, {kind} clients',
+  row = {'what': f'solve catch, {agent}, {kind} clients', 'agent': agent,
+         'kind': {'node': 'Node.js', 'python': 'Python'}[kind],
          'eval_episodes': settings['eval_episodes'],
          'processes': processes, 'episodes_per_process': threads,
          'solved': bool(results.get('eval_return_mean') is not None and
@@ -188,12 +221,21 @@ def main():
                       default='seed')
   parser.add_argument('--timeout', type=float, default=240.0)
   args = parser.parse_args()
+  started, load = time.gmtime(), os.getloadavg()[0]
   if args.part == 'throughput':
-    throughput([int(n) for n in args.episodes.split(',')], args.seconds)
+    rows = throughput([int(n) for n in args.episodes.split(',')],
+                      args.seconds)
   else:
-    solve(args.kind, args.processes, args.timeout, args.agent, args.threads)
-  with open('/proc/loadavg') as f:
-    print('loadavg', f.read().strip())
+    row = solve(args.kind, args.processes, args.timeout, args.agent,
+                args.threads)
+  end_load = os.getloadavg()[0]
+  print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", started)}, '
+        f'{os.cpu_count()} CPUs, load average {load:.2f} at start, '
+        f'{end_load:.2f} at end\n')
+  if args.part == 'throughput':
+    print(throughput_table(rows))
+  else:
+    print(solve_row(row, f'{load:.2f} at start, {end_load:.2f} at end'))
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
 r"""Stable-Baselines3 PPO and repertory PPO/IMPALA/SEED side by side on CartPole.
 
-  flock /tmp/cpu.lock python benchmarks/sb3_side_by_side.py \
+  python benchmarks/sb3_side_by_side.py \
       --runs=sb3,ppo,impala,seed --seeds=0,1,2 --out=/tmp/side_by_side.jsonl
   python benchmarks/sb3_side_by_side.py --table_from=/tmp/side_by_side.jsonl
 

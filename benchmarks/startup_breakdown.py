@@ -1,6 +1,6 @@
 r"""Where the seconds go from the command to the first training step (local_mp).
 
-  flock /tmp/cpu.lock python benchmarks/startup_breakdown.py -- \
+  python benchmarks/startup_breakdown.py -- \
       --agent=ppo --env=gym:CartPole-v1
 
 Part 1 times the pieces on their own, each in a fresh process, one after the
@@ -10,8 +10,8 @@ the modules the driver needs (`repertory.run`'s imports).
 
 Part 2 starts `python -m repertory.run <args after -->` (plus
 `--stop_at_return=never`, and `--config.learner_log_every=1` for IMPALA and
-SEED: trees before 2026-12-05 logged their first CSV row at step 100, not
-at the first update) and, every `--every` seconds until the learner's
+SEED, so that a revision whose learners log only every 100 steps is timed to
+its first update too) and, every `--every` seconds until the learner's
 first `learner.csv` row (its first update) appears, records:
 
 - when the driver printed its first line (flags parsed, agent and program
@@ -25,8 +25,8 @@ first `learner.csv` row (its first update) appears, records:
 - when each node's log file was created (the node's construction starts).
 
 All times are seconds from the moment the command is started. Record
-`cat /proc/loadavg` beside the figures: on 2 shared cores they scale with
-the load.
+`cat /proc/loadavg` beside the figures: on 2 cores they scale with the
+machine's load.
 """
 
 import os
@@ -161,8 +161,8 @@ _LOGDIR = ['']
 def breakdown(run_args: List[str]) -> None:
   logdir = tempfile.mkdtemp(prefix='startup_breakdown_')
   _LOGDIR[0] = logdir
-  # The learner's first CSV row marks its first update; IMPALA's and SEED's
-  # learners before 2026-12-05 logged only every `learner_log_every` (100).
+  # The learner's first CSV row marks its first update; a revision whose
+  # learners log only every `learner_log_every` (100) steps needs this.
   if (any(a in ('--agent=impala', '--agent=seed') for a in run_args) and
       not any(a.startswith('--config.learner_log_every') for a in run_args)):
     run_args = run_args + ['--config.learner_log_every=1']

@@ -25,11 +25,15 @@ import numpy as np
 PROGRESS_FILE = 'progress.csv'
 _SEED_PART = re.compile(r'([-_/]?seed[-_]?\d+)')
 
-_OUT = flags.DEFINE_string('out', 'curves.png', 'Where to write the PNG.')
-_METRICS = flags.DEFINE_list(
-    'metrics', ['episode_return_mean', 'eval_return_mean'],
-    'The progress.csv columns to plot, one row of panels each (a column no '
-    'run has is skipped).')
+
+def define_flags() -> None:
+  """The command's flags, defined when it runs as a program (so that
+  repertory.results, which has an `--out` of its own, can import it)."""
+  flags.DEFINE_string('out', 'curves.png', 'Where to write the PNG.')
+  flags.DEFINE_list(
+      'metrics', ['episode_return_mean', 'eval_return_mean'],
+      'The progress.csv columns to plot, one row of panels each (a column no '
+      'run has is skipped).')
 
 
 def find_runs(paths: Sequence[str]) -> List[str]:
@@ -144,8 +148,9 @@ def plot(paths: Sequence[str], out: str,
 def main(argv: List[str]) -> None:
   if len(argv) < 2:
     raise app.UsageError('Pass one or more run directories.')
-  print(f'wrote {plot(argv[1:], _OUT.value, _METRICS.value)}')
+  print(f'wrote {plot(argv[1:], flags.FLAGS.out, flags.FLAGS.metrics)}')
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

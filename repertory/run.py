@@ -32,7 +32,6 @@ import os
 # TensorFlow's INFO banner at import is not the run's output (an error stays
 # one line on stderr); its warnings and errors still show.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
-import shlex
 import signal
 import sys
 import threading
@@ -251,7 +250,7 @@ def build(config_overrides: Optional[Dict[str, str]] = None
   """
   try:
     return _build(config_overrides or {})
-  except (ValueError, ImportError, TypeError) as e:
+  except (ValueError, ImportError, TypeError, launch.LaunchError) as e:
     sys.exit(f'repertory.run: error: {e}')
 
 
@@ -294,10 +293,11 @@ def _build(config_overrides: Dict[str, str]) -> Tuple[Any, Any, Any]:
   config = agent_config_from_flags(agent, config_overrides)
   program = agent.make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
-  if flags.FLAGS.lp_resources:  # Refused here, before the run directory.
-    launch.check_resources(program,
-                           launch.parse_resources(flags.FLAGS.lp_resources),
-                           experiment.launch_type)
+  resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
+  if resources:  # Refused here, before the run directory.
+    launch.check_resources(program, resources, experiment.launch_type)
+  if experiment.launch_type == 'ray':  # No cluster, no token, no resource.
+    launch.check_cluster(resources, flags.FLAGS.ray_address)
   if _SHARE_PROCESSES.value and experiment.launch_type in ('local_mp',
                                                            'test_mp'):
     share_processes(program, restart_learner=_RESTART_LEARNER.value)
@@ -406,12 +406,7 @@ def interrupted_message(logdir: str) -> str:
   args = [a for a in (_ORIGINAL_ARGV[1:] if _ORIGINAL_ARGV else sys.argv[1:])
           if not a.startswith('--logdir')]
   main_file = os.path.abspath(_ORIGINAL_ARGV[0]) if _ORIGINAL_ARGV else ''
-  program = ('python -m repertory.run'
-             if not main_file or main_file.endswith(
-                 os.path.join('repertory', 'run.py')) else
-             f'python {shlex.quote(main_file)}')
-  command = ' '.join([program, *map(shlex.quote, args),
-                      f'--logdir={shlex.quote(logdir)}'])
+  command = rundir.command_line([main_file, *args, f'--logdir={logdir}'])
   return (f'Stopped. Checkpoints are in {os.path.join(logdir, "checkpoints")}'
           f' (counts in {os.path.join(logdir, "counts.json")}). Resume with:\n'
           f'  {command}')

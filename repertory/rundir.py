@@ -14,7 +14,8 @@ A run directory holds one run, trained over one or more *attempts* (each
     checkpoints/unreadable/  checkpoints set aside because they were unreadable
     results.json           results of the latest attempt that finished
     attempts/<n>/          attempt n (1, 2, ...): attempt.json (start, end,
-                           status, counts), config.json, and results.json
+                           command line, CPU cores and load average at the
+                           start, status, counts), config.json, and results.json
                            if it finished; never rewritten by a later attempt
 
 `preflight` refuses, with one line naming the path, a `--logdir` that is a
@@ -27,11 +28,12 @@ when there are far more actor processes than cores.
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 CONFIG = 'config.json'
 COUNTS = 'counts.json'
@@ -283,11 +285,25 @@ def start_attempt(logdir: str, saved: Mapping[str, Any],
       'attempt': number,
       'started': _now(),
       'argv': list(sys.argv if argv is None else argv),
+      'cpus': os.cpu_count(),
+      'load_average': [round(x, 2) for x in os.getloadavg()],
       'status': 'running (or killed)',
       'counts_at_start': _counts_or_none(logdir),
   })
   _write_json(os.path.join(logdir, CONFIG), saved)
   return attempt
+
+
+def command_line(argv: Sequence[str]) -> str:
+  """The shell command of a recorded `argv` (`attempt.json`'s): `python -m
+  repertory.run ...` when `argv[0]` is repertory/run.py (or absent), else
+  `python <script> ...` (a script built on `run.run()`)."""
+  main_file = argv[0] if argv else ''
+  if not main_file or main_file.endswith(os.path.join('repertory', 'run.py')):
+    program = 'python -m repertory.run'
+  else:
+    program = f'python {shlex.quote(main_file)}'
+  return ' '.join([program, *map(shlex.quote, argv[1:])])
 
 
 def _reason(e: OSError) -> str:

@@ -1,6 +1,6 @@
 """Helpers the tests of agents and components share (Acme's `testing` module):
 a real Reverb server, waiting for a condition, and a program launched in
-test_mt with its learner stepped by hand (STYLE.md point 9).
+test_mt with its learner stepped by hand.
 
     with testing.reverb_server(tables) as client:
       ...
@@ -63,9 +63,8 @@ def loopback_ray_cluster(num_cpus: int, **head_node_args: Any
   this process down on exit."""
   import ray  # pylint: disable=g-import-not-at-top
   from ray import cluster_utils  # pylint: disable=g-import-not-at-top
-  from ray._private.authentication import authentication_token_setup as auth  # pylint: disable=g-import-not-at-top
-  auth._enable_token_auth()  # pylint: disable=protected-access
-  auth.ensure_token_if_auth_enabled(None, create_token_if_missing=True)
+  from repertory.launch.process import ray_internals  # pylint: disable=g-import-not-at-top
+  ray_internals.enable_token_auth()
   cluster = cluster_utils.Cluster(
       initialize_head=True,
       head_node_args={'num_cpus': num_cpus, 'node_ip_address': '127.0.0.1',

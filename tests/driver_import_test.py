@@ -56,10 +56,10 @@ def test_driver_builds_and_pickles_the_program_without_tensorflow(
     agent, tmp_path):
   out = _build(tmp_path, agent, '''
       import cloudpickle
-      from repertory.launch.backends import ray_backend
+      from repertory.launch.backends import pickling
       for unit in program.units:
         # What each node process receives; it unpickles without TensorFlow.
-        nodes = cloudpickle.loads(ray_backend.pickle_unit(unit))
+        nodes = cloudpickle.loads(pickling.pickle_unit(unit))
         print('UNIT', unit.unit_id, sorted(n.label for n in nodes))
       print('HEAVY', [m for m in ('tensorflow', 'sonnet', 'reverb')
                       if sys.modules.get(m) is not None])

@@ -49,6 +49,9 @@ def test_split_config_overrides():
      "local_resources['actor']['cpus'] must be a list of CPU core ids from"),
     (['--lp_launch_type=local_mp', '--lp_resources=nope=cpu:1'],
      "local_resources names group 'nope', which is not in program"),
+    (['--lp_launch_type=local_mp', '--lp_resources=learner=cpu:1,gpux:1'],
+     "Unknown resource 'gpux' for group 'learner': the local Ray instance "
+     "of local_mp has only ('cpu', 'gpu', 'memory', 'cpus')"),
 ])
 def test_bad_input_is_one_clear_error_before_anything_starts(tmp_path, args,
                                                              message):
@@ -71,6 +74,7 @@ def test_no_ray_cluster_at_the_address_is_one_clear_error(tmp_path, sweep):
   assert last_line.startswith(
       f'repertory.run: error: No Ray cluster answers at {address} ')
   assert 'ray start --head' in last_line
+  assert not os.path.exists(f'{tmp_path}/run')  # No config.json, no attempt.
 
 
 def test_config_overrides_are_checked_together(tmp_path):

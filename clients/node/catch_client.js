@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // Plays Catch (catch.js) against repertory's remote environment service:
 //
-//   npm install            # once, in clients/node
+//   npm ci                 # once, in clients/node
 //   REPERTORY_REMOTE_TOKEN=... node catch_client.js --address=127.0.0.1:50051 \
 //       --seconds=60 --concurrent=4
 //
 // One gRPC session carries `--concurrent` episodes at a time. When the
 // session is lost (the service restarted), the open episodes are dropped and
-// the client reconnects and starts new ones. At the end it prints one JSON
-// line: episodes, mean return of the last 100, actions, latency percentiles.
+// the client reconnects and starts new ones. It stops at `--seconds`: no
+// reconnection is tried after it, and a step in flight then waits at most
+// GRACE_MS more. At the end it prints one JSON line: episodes, mean return
+// of the last 100, actions, latency percentiles.
 'use strict';
 
 const fs = require('fs');
@@ -36,6 +38,20 @@ function parseArgs(argv) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const GRACE_MS = 2000;
+
+// `promise`, or a rejection (code DEADLINE_EXCEEDED) at `deadline`.
+function before(promise, deadline) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error('--seconds ran out');
+      error.code = grpc.status.DEADLINE_EXCEEDED;
+      reject(error);
+    }, Math.max(deadline - Date.now(), 0));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 // One Session stream; step() resolves with the server's Action message.
 class Session {
@@ -113,16 +129,17 @@ async function main() {
       const candidate = new Session(service, metadata);
       candidate.call.write({hello});
       try {
-        await candidate.welcome;
+        await before(candidate.welcome, deadline);
         connects += 1;
         return candidate;
       } catch (error) {
+        candidate.call.cancel();
         if (error.code === grpc.status.UNAUTHENTICATED ||
             error.code === grpc.status.FAILED_PRECONDITION ||
             error.code === grpc.status.INVALID_ARGUMENT) {
           throw error;  // Refused: retrying cannot help.
         }
-        if (Date.now() > deadline + 60000) throw error;
+        if (Date.now() >= deadline) throw error;
         await sleep(delay);
         delay = Math.min(delay * 2, 1000);
       }
@@ -149,13 +166,20 @@ async function main() {
     const game = new Catch(args.seed * 1000 + index + 1);
     while (Date.now() < deadline &&
            !(args.episodes && returns.length >= args.episodes)) {
-      const s = await currentSession();
+      let s;
+      try {
+        s = await before(currentSession(), deadline);
+      } catch (error) {
+        if (Date.now() >= deadline) break;  // --seconds ran out.
+        throw error;
+      }
       const id = nextId++;
       let total = 0;
       try {
         let t = process.hrtime.bigint();
-        let answer = await s.step({episode_id: id,
-                                   observation: encode(game.reset())});
+        const step = (message) => before(s.step(message), deadline + GRACE_MS);
+        let answer = await step({episode_id: id,
+                                 observation: encode(game.reset())});
         latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
         for (let steps = 1; ; steps++) {
           const {observation, reward, terminal} = game.step(answer.action);
@@ -165,8 +189,8 @@ async function main() {
             await sleep(3600 * 1000);
           }
           t = process.hrtime.bigint();
-          answer = await s.step({episode_id: id, observation: encode(observation),
-                                 reward, terminal});
+          answer = await step({episode_id: id, observation: encode(observation),
+                               reward, terminal});
           latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
           if (terminal) break;
         }
@@ -185,6 +209,7 @@ async function main() {
 
   await Promise.all(Array.from({length: args.concurrent}, (_, i) => player(i)));
   if (session) session.close();
+  if (connecting) connecting.catch(() => {});
   const seconds = (Date.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const percentile = (p) => latencies.length ?

@@ -232,44 +232,56 @@ class ProcessBatchedEnvironment(batched.BatchedEnvironment):
     if context == 'forkserver':
       _preload_in_fork_server()
     try:
-      for w, env_ids in enumerate(self._blocks_of):
-        parent_conn, child_conn = ctx.Pipe()
-        process = ctx.Process(
-            target=_worker_main, name=f'{name} worker {w}', daemon=True,
-            args=(w, env_ids, payloads[w], child_conn))
-        process.start()
-        child_conn.close()
-        self._resources.processes.append(process)
-        self._resources.conns.append(parent_conn)
-      replies = self._gather('start')
-      self._observation_spec, self._action_spec = replies[0]
-      layout = _spec_layout(self._observation_spec)
-      for w, (observation_spec, _) in enumerate(replies):
-        if _spec_layout(observation_spec) != layout:
-          raise WorkerError(
-              f'Environments of {name!r} disagree on the observation spec: '
-              f'environment {self._blocks_of[w][0]} has {observation_spec}, '
-              f'environment 0 has {self._observation_spec}.')
-      buffer_layout = [((), np.dtype(np.int8).str),
-                       ((), np.dtype(np.float32).str),
-                       ((), np.dtype(np.float32).str)] + layout
-      arrays = []
-      for shape, dtype in buffer_layout:
-        size = max(1, num_envs * int(np.prod(shape, dtype=np.int64)) *
-                   np.dtype(dtype).itemsize)
-        block = shared_memory.SharedMemory(create=True, size=size)
-        self._resources.blocks.append(block)
-        arrays.append(np.ndarray((num_envs,) + shape, dtype=np.dtype(dtype),
-                                 buffer=block.buf))
-      self._step_type, self._reward, self._discount, *self._observation = (
-          arrays)
-      names = [block.name for block in self._resources.blocks]
-      for conn in self._resources.conns:
-        conn.send(('attach', (names, num_envs, buffer_layout)))
-      self._gather('attach')
+      self._start_workers(ctx, payloads)
+      self._attach_shared_memory()
     except BaseException:
       self.close()
       raise
+
+  def _start_workers(self, ctx: Any, payloads: List[bytes]) -> None:
+    """Starts one worker per block of environments; reads their specs."""
+    for w, env_ids in enumerate(self._blocks_of):
+      parent_conn, child_conn = ctx.Pipe()
+      process = ctx.Process(
+          target=_worker_main, name=f'{self._name} worker {w}', daemon=True,
+          args=(w, env_ids, payloads[w], child_conn))
+      process.start()
+      child_conn.close()
+      self._resources.processes.append(process)
+      self._resources.conns.append(parent_conn)
+    replies = self._gather('start')
+    self._observation_spec, self._action_spec = replies[0]
+    layout = _spec_layout(self._observation_spec)
+    for w, (observation_spec, _) in enumerate(replies):
+      if _spec_layout(observation_spec) != layout:
+        raise WorkerError(
+            f'Environments of {self._name!r} disagree on the observation '
+            f'spec: environment {self._blocks_of[w][0]} has '
+            f'{observation_spec}, environment 0 has '
+            f'{self._observation_spec}.')
+
+  def _attach_shared_memory(self) -> None:
+    """One shared block per timestep field, [N, ...], which the workers
+    write their environments' rows of."""
+    num_envs = self._num_envs
+    buffer_layout = [((), np.dtype(np.int8).str),
+                     ((), np.dtype(np.float32).str),
+                     ((), np.dtype(np.float32).str)] + _spec_layout(
+                         self._observation_spec)
+    arrays = []
+    for shape, dtype in buffer_layout:
+      size = max(1, num_envs * int(np.prod(shape, dtype=np.int64)) *
+                 np.dtype(dtype).itemsize)
+      block = shared_memory.SharedMemory(create=True, size=size)
+      self._resources.blocks.append(block)
+      arrays.append(np.ndarray((num_envs,) + shape, dtype=np.dtype(dtype),
+                               buffer=block.buf))
+    self._step_type, self._reward, self._discount, *self._observation = (
+        arrays)
+    names = [block.name for block in self._resources.blocks]
+    for conn in self._resources.conns:
+      conn.send(('attach', (names, num_envs, buffer_layout)))
+    self._gather('attach')
 
   @property
   def num_envs(self) -> int:

@@ -60,11 +60,12 @@ from repertory.launch.api.handles import Handle
 from repertory.launch.api.lazy import lazy
 from repertory.launch.api.lazy import lazy_attributes
 from repertory.launch.api.lazy import LazyRef
+from repertory.launch.launcher import check_cluster
 from repertory.launch.launcher import LAUNCH_TYPES
 from repertory.launch.launcher import launch
 from repertory.launch.launcher import LaunchedProgram
-from repertory.launch.launcher import check_resources
-from repertory.launch.launcher import parse_resources
+from repertory.launch.api.resources import check_resources
+from repertory.launch.api.resources import parse_resources
 from repertory.launch.launcher import Terminated
 from repertory.launch.api.nodes import CourierNode
 from repertory.launch.api.nodes import MultiProcessingColocation

@@ -5,7 +5,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from absl import flags
 from absl import logging
@@ -13,11 +13,10 @@ from absl import logging
 from repertory.launch.api import compat
 from repertory.launch.api import errors
 from repertory.launch.api import program as program_lib
+from repertory.launch.api import resources as resources_lib
 
 LAUNCH_TYPES = ('test_mt', 'local_mt', 'local_mp', 'test_mp', 'ray')
 TERMINALS = ('output_to_files', 'current_terminal')
-_RESOURCE_KEYS = ('num_cpus', 'num_gpus', 'memory', 'resources', 'env',
-                  'cpus')
 DEFAULT_TERMINATION_NOTICE_SECS = 10.0
 
 _LAUNCH_TYPE = flags.DEFINE_enum(
@@ -42,101 +41,17 @@ _NOTICE = flags.DEFINE_float(
     'program starts stopping, before they are killed.')
 
 
-def parse_resources(spec: str) -> Dict[str, Dict[str, Any]]:
-  """Parses "learner=cpu:1,gpu:1 actor=cpu:1,my_res:1" into local_resources.
-
-  `cpu`, `gpu` and `memory` (bytes) map to Ray's num_cpus, num_gpus and
-  memory; `cpus:2` or `cpus:2-3` pins the group's processes to those CPU
-  cores (`cpus`: a list of core ids); any other name is a custom Ray
-  resource.
-  """
-  result: Dict[str, Dict[str, Any]] = {}
-  for group in spec.split():
-    label, sep, items = group.partition('=')
-    if not sep or not label or not items:
-      raise ValueError(f'Bad resources entry {group!r} in {spec!r}: expected '
-                       'label=name:amount[,name:amount...], e.g. '
-                       '"learner=cpu:1,gpu:1 actor=cpu:1,my_res:1".')
-    entry: Dict[str, Any] = {}
-    for item in items.split(','):
-      name, sep, amount = item.partition(':')
-      if name == 'cpus':
-        entry['cpus'] = _parse_cpus(amount, item, label, spec)
-        continue
-      try:
-        value = float(amount)
-      except ValueError:
-        value = None
-      if not sep or not name or value is None:
-        raise ValueError(f'Bad resource {item!r} for group {label!r} in '
-                         f'{spec!r}: expected name:amount, e.g. cpu:1.')
-      if name == 'cpu':
-        entry['num_cpus'] = value
-      elif name == 'gpu':
-        entry['num_gpus'] = value
-      elif name == 'memory':
-        entry['memory'] = value
-      else:
-        entry.setdefault('resources', {})[name] = value
-    result[label] = entry
-  return result
-
-
-def _parse_cpus(amount: str, item: str, label: str, spec: str) -> List[int]:
-  first, dash, last = amount.partition('-')
-  if not (first.isdigit() and (not dash or last.isdigit())) or (
-      dash and int(last) < int(first)):
-    raise ValueError(f'Bad resource {item!r} for group {label!r} in {spec!r}: '
-                     'expected cpus:<core> or cpus:<first>-<last>, e.g. '
-                     'cpus:1 or cpus:2-3.')
-  return list(range(int(first), int(last if dash else first) + 1))
-
-
-def _check_cpus(label: str, cpus: Any, this_machine: bool) -> None:
-  """A list of core ids; of this machine's unless the processes may run on
-  a cluster's other machines (a core one lacks fails its process)."""
-  available = sorted(os.sched_getaffinity(0)) if this_machine else None
-  if (not isinstance(cpus, (list, tuple)) or not cpus or not all(
-      isinstance(c, int) and c >= 0 and (available is None or c in available)
-      for c in cpus)):
-    choices = f'from {available}' if this_machine else '(ints >= 0)'
-    raise ValueError(f"local_resources[{label!r}]['cpus'] must be a list of "
-                     f'CPU core ids {choices}, got {cpus!r}.')
-
-
-def _check_resources(program: program_lib.Program,
-                     local_resources: Optional[Mapping[str, Any]],
-                     launch_type: str) -> Dict[str, Dict[str, Any]]:
-  if not local_resources:
-    return {}
-  groups = sorted(program.groups)
-  local_resources = {
-      label: (entry.as_resources(label)
-              if isinstance(entry, compat.PythonProcess) else entry)
-      for label, entry in local_resources.items()}
-  for label, entry in local_resources.items():
-    if label not in program.groups:
-      raise ValueError(f'local_resources names group {label!r}, which is not '
-                       f'in program {program.name!r}; its groups are {groups}.')
-    if not isinstance(entry, Mapping):
-      raise ValueError(f'local_resources[{label!r}] must be a dict with keys '
-                       f'from {_RESOURCE_KEYS}, got {entry!r}.')
-    for key in entry:
-      if key not in _RESOURCE_KEYS:
-        raise ValueError(f'local_resources[{label!r}] has unknown key {key!r}; '
-                         f'valid keys are {_RESOURCE_KEYS}.')
-    if 'cpus' in entry:
-      _check_cpus(label, entry['cpus'], this_machine=launch_type != 'ray')
-  return {k: dict(v) for k, v in local_resources.items()}
-
-
-def check_resources(program: program_lib.Program,
-                    local_resources: Optional[Mapping[str, Any]],
-                    launch_type: str) -> None:
-  """Raises `ValueError` (one line) if `launch(program, launch_type,
-  local_resources=...)` would refuse them: a group the program lacks, an
-  unknown key, cores this machine lacks (for a local launch type)."""
-  _check_resources(program, local_resources, launch_type)
+def check_cluster(local_resources: Optional[Mapping[str, Any]] = None,
+                  ray_address: Optional[str] = None) -> None:
+  """For launch_type='ray', before anything is written: raises
+  `LaunchError` in one line if no Ray cluster answers at `ray_address`
+  (default `RAY_ADDRESS`, else 'auto'), if it takes callers without token
+  authentication, or if a custom resource of `local_resources` is on none of
+  its nodes. Leaves this process connected for the launch."""
+  from repertory.launch.backends import local_ray  # pylint: disable=g-import-not-at-top
+  local_ray.check_cluster(ray_address, {
+      label: dict(entry) for label, entry in (local_resources or {}).items()
+      if isinstance(entry, Mapping)})
 
 
 class LaunchedProgram:
@@ -204,13 +119,16 @@ class LaunchedProgram:
       timeout = None  # A node failed: wait for the stop, then raise it.
     if not self._backend.wait_done(timeout):
       return False
+    self._finalize_once()
+    if self._backend.error is not None:
+      raise self._backend.error
+    return True
+
+  def _finalize_once(self) -> None:
     with self._lock:
       if not self._finalized:
         self._finalized = True
         self._backend.finalize()
-    if self._backend.error is not None:
-      raise self._backend.error
-    return True
 
   def is_running(self) -> bool:
     return not self._backend.wait_done(0)
@@ -266,25 +184,6 @@ def _given(holder, any_parsed_value: bool) -> bool:
   if not flags.FLAGS.is_parsed():
     return False
   return any_parsed_value or bool(flags.FLAGS[holder.name].present)
-
-
-def _check_max_restarts(program: program_lib.Program,
-                        max_restarts: Optional[Mapping[str, int]]
-                        ) -> Dict[str, int]:
-  if not max_restarts:
-    return {}
-  if not isinstance(max_restarts, Mapping):
-    raise ValueError('max_restarts must be a dict {group label: restarts}, '
-                     f'e.g. {{"actor": 3}}, got {max_restarts!r}.')
-  for label, value in max_restarts.items():
-    if label not in program.groups:
-      raise ValueError(f'max_restarts names group {label!r}, which is not in '
-                       f'program {program.name!r}; its groups are '
-                       f'{sorted(program.groups)}.')
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-      raise ValueError(f'max_restarts[{label!r}] must be an int >= 0, got '
-                       f'{value!r}.')
-  return dict(max_restarts)
 
 
 def launch(program: program_lib.Program,
@@ -347,6 +246,30 @@ def launch(program: program_lib.Program,
       carries its traceback.
     KeyboardInterrupt: Ctrl-C or SIGTERM, after every node was stopped.
   """
+  program = _one_program(program)
+  if xm_resources is not None:
+    raise ValueError('xm_resources is for Launchpad\'s XManager launch, which '
+                     'repertory does not have; use local_resources (Ray '
+                     'resources per group) and --lp_launch_type=ray.')
+  del serialize_py_nodes
+  settings = _settings(program, launch_type, local_resources, terminal,
+                       max_restarts, ray_address, termination_notice_secs)
+  if block is None:
+    block = settings['launch_type'] not in ('test_mt', 'test_mp')
+  compat.bind_addresses(program.all_nodes())
+  backend, logdir = _backend(program, settings, logdir, max_concurrency)
+  launched = LaunchedProgram(backend, program, settings['launch_type'], logdir)
+  if test_case is not None:
+    test_case.addCleanup(launched._cleanup_after_test)  # pylint: disable=protected-access
+  if not block:
+    backend.start()
+    return launched
+  _run_until_stopped(launched, backend, settings['termination_notice_secs'])
+  return launched
+
+
+def _one_program(program: Any) -> program_lib.Program:
+  """The program of `launch(program)` (the first of a list, as Launchpad)."""
   if isinstance(program, (list, tuple)) and program:
     if len(program) > 1:
       logging.warning('launch() was given %d programs; launching only the '
@@ -355,11 +278,16 @@ def launch(program: program_lib.Program,
     program = program[0]
   if not isinstance(program, program_lib.Program):
     raise TypeError(f'launch() takes a Program, got {program!r}.')
-  if xm_resources is not None:
-    raise ValueError('xm_resources is for Launchpad\'s XManager launch, which '
-                     'repertory does not have; use local_resources (Ray '
-                     'resources per group) and --lp_launch_type=ray.')
-  del serialize_py_nodes
+  return program
+
+
+def _settings(program: program_lib.Program, launch_type: Any,
+              local_resources: Optional[Mapping[str, Any]],
+              terminal: Optional[str],
+              max_restarts: Optional[Mapping[str, int]],
+              ray_address: Optional[str],
+              termination_notice_secs: Optional[float]) -> Dict[str, Any]:
+  """`launch()`'s arguments completed from the flags and checked."""
   if isinstance(launch_type, compat.LaunchType):
     launch_type = launch_type.value
   # With launch_type=None every launch flag is read (its default if flags
@@ -372,14 +300,13 @@ def launch(program: program_lib.Program,
     ray_address = _RAY_ADDRESS.value
   if local_resources is None and _given(_RESOURCES, from_flags):
     if _RESOURCES.value:
-      local_resources = parse_resources(_RESOURCES.value)
+      local_resources = resources_lib.parse_resources(_RESOURCES.value)
   if termination_notice_secs is None and _given(_NOTICE, from_flags):
     termination_notice_secs = _NOTICE.value
   if launch_type not in LAUNCH_TYPES:
     raise ValueError(f'Unknown launch_type {launch_type!r}; valid launch types '
                      f'are {LAUNCH_TYPES}.')
-  if terminal is None:
-    terminal = 'output_to_files'
+  terminal = 'output_to_files' if terminal is None else terminal
   if terminal not in TERMINALS:
     raise ValueError(f'Unknown terminal {terminal!r}; valid terminals are '
                      f'{TERMINALS}.')
@@ -388,36 +315,45 @@ def launch(program: program_lib.Program,
   if termination_notice_secs < 0:
     raise ValueError('termination_notice_secs must be >= 0, got '
                      f'{termination_notice_secs}.')
-  resources = _check_resources(program, local_resources, launch_type)
-  restarts = _check_max_restarts(program, max_restarts)
-  if block is None:
-    block = launch_type not in ('test_mt', 'test_mp')
-  compat.bind_addresses(program.all_nodes())
+  return {
+      'launch_type': launch_type, 'terminal': terminal,
+      'ray_address': ray_address,
+      'termination_notice_secs': termination_notice_secs,
+      'resources': resources_lib.check_local_resources(
+          program, local_resources, launch_type),
+      'max_restarts': resources_lib.check_max_restarts(program, max_restarts),
+  }
 
+
+def _backend(program: program_lib.Program, settings: Mapping[str, Any],
+             logdir: Optional[str], max_concurrency: int):
+  """The backend that runs `program`, and its log folder (None for
+  threads)."""
+  launch_type = settings['launch_type']
   if launch_type in ('test_mt', 'local_mt'):
     from repertory.launch.backends import threads_backend  # pylint: disable=g-import-not-at-top
-    backend = threads_backend.ThreadRuntime(program, launch_type,
-                                            termination_notice_secs,
-                                            max_restarts=restarts)
-  else:
-    from repertory.launch.backends import ray_backend  # pylint: disable=g-import-not-at-top
-    if logdir is None:
-      logdir = os.path.join(
-          '/tmp/repertory',
-          f'{program.name}-{time.strftime("%Y%m%d-%H%M%S")}-'
-          f'{program.program_id[:6]}')
-    backend = ray_backend.RayLauncher(
-        program, launch_type, resources, terminal=terminal,
-        ray_address=ray_address, logdir=logdir,
-        termination_notice_secs=termination_notice_secs,
-        max_concurrency=max_concurrency, max_restarts=restarts)
+    return threads_backend.ThreadRuntime(
+        program, launch_type, settings['termination_notice_secs'],
+        max_restarts=settings['max_restarts']), logdir
+  from repertory.launch.backends import ray_backend  # pylint: disable=g-import-not-at-top
+  if logdir is None:
+    logdir = os.path.join(
+        '/tmp/repertory',
+        f'{program.name}-{time.strftime("%Y%m%d-%H%M%S")}-'
+        f'{program.program_id[:6]}')
+  return ray_backend.RayLauncher(
+      program, launch_type, settings['resources'],
+      terminal=settings['terminal'], ray_address=settings['ray_address'],
+      logdir=logdir,
+      termination_notice_secs=settings['termination_notice_secs'],
+      max_concurrency=max_concurrency,
+      max_restarts=settings['max_restarts']), logdir
 
-  launched = LaunchedProgram(backend, program, launch_type, logdir)
-  if test_case is not None:
-    test_case.addCleanup(launched._cleanup_after_test)  # pylint: disable=protected-access
-  if not block:
-    backend.start()
-    return launched
+
+def _run_until_stopped(launched: LaunchedProgram, backend,
+                       notice_secs: float) -> None:
+  """Starts the program and waits until it stops; on Ctrl-C or SIGTERM,
+  stops it (its nodes get `notice_secs`) and raises KeyboardInterrupt."""
   with _sigterm_as_keyboard_interrupt() as reinstall_sigterm_handler:
     try:
       backend.start()
@@ -426,12 +362,8 @@ def launch(program: program_lib.Program,
         pass
     except KeyboardInterrupt:
       logging.warning('Interrupted: stopping program %r (notice %.1f s).',
-                      program.name, termination_notice_secs)
+                      launched.program.name, notice_secs)
       backend.request_stop('interrupted (Ctrl-C or SIGTERM)')
-      backend.wait_done(termination_notice_secs + 60.0)
-      with launched._lock:  # pylint: disable=protected-access
-        if not launched._finalized:  # pylint: disable=protected-access
-          launched._finalized = True  # pylint: disable=protected-access
-          backend.finalize()
+      backend.wait_done(notice_secs + 60.0)
+      launched._finalize_once()  # pylint: disable=protected-access
       raise
-  return launched

@@ -22,6 +22,18 @@ _TLS_KEY = flags.DEFINE_string('remote_tls_key', '',
                                'PEM private key to serve TLS.')
 _MAX_EPISODES = flags.DEFINE_integer(
     'remote_max_episodes', 128, 'The most remote episodes open at once.')
+_MAX_SESSIONS = flags.DEFINE_integer(
+    'remote_max_sessions', 128, 'The most remote sessions open at once over '
+    'all clients.')
+_MAX_SESSIONS_PER_PEER = flags.DEFINE_integer(
+    'remote_max_sessions_per_peer', 8, 'The most sessions one client '
+    'connection may hold.')
+_HELLO_TIMEOUT = flags.DEFINE_float(
+    'remote_hello_timeout', 10.0, 'Seconds a new session may take to send '
+    'its Hello before it is closed.')
+_MAX_ABS_REWARD = flags.DEFINE_float(
+    'remote_max_abs_reward', 1000.0, 'Rewards outside +-this (or the reward '
+    "spec's bounds) are refused.")
 
 
 def program_kwargs(agent: str, env: Any) -> Dict[str, Any]:
@@ -33,5 +45,7 @@ def program_kwargs(agent: str, env: Any) -> Dict[str, Any]:
   return {'remote_options': options_lib.RemoteOptions(
       host=_HOST.value, port=_PORT.value, token_file=_TOKEN_FILE.value,
       tls_cert_file=_TLS_CERT.value, tls_key_file=_TLS_KEY.value,
-      max_episodes=_MAX_EPISODES.value,
-      max_sessions=_MAX_EPISODES.value)}
+      max_episodes=_MAX_EPISODES.value, max_sessions=_MAX_SESSIONS.value,
+      max_sessions_per_peer=_MAX_SESSIONS_PER_PEER.value,
+      hello_timeout_s=_HELLO_TIMEOUT.value,
+      max_abs_reward=_MAX_ABS_REWARD.value)}

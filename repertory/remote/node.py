@@ -37,7 +37,8 @@ from repertory.components import inference
 from repertory.components.evaluation import episodes as episodes_lib
 from repertory.remote import options as options_lib
 from repertory.remote import service as service_lib
-from repertory.remote import specs as specs_lib
+from repertory.remote import validation
+from repertory_remote import wire as specs_lib
 
 MASKED_LOGIT = -1e4  # a log-probability of an action never taken
 
@@ -220,7 +221,12 @@ class RemoteEnvironmentNode:
         self.specs, self._server.act, options.token(),
         max_episodes=options.max_episodes,
         on_episode_end=self._episode_ended, on_step=self._stepped,
-        unsupported=getattr(self._server, 'unsupported', None))
+        unsupported=getattr(self._server, 'unsupported', None),
+        limits=validation.Limits.from_dm_env(
+            observation_spec, max_abs_reward=options.max_abs_reward,
+            max_abs_observation=options.max_abs_observation),
+        hello_timeout_s=options.hello_timeout_s,
+        max_sessions_per_peer=options.max_sessions_per_peer)
     self._grpc, self.port = service_lib.serve(
         self.service, options.host, options.port, tls=options.tls(),
         max_sessions=options.max_sessions)

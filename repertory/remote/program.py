@@ -95,7 +95,7 @@ def add_round_service(program: launch.Program, logdir: str,
   per version."""
   from repertory.components import adders  # pylint: disable=g-import-not-at-top
   from repertory.remote import rounds  # pylint: disable=g-import-not-at-top
-  from repertory.remote import specs as specs_lib  # pylint: disable=g-import-not-at-top
+  from repertory_remote import wire as specs_lib  # pylint: disable=g-import-not-at-top
   return add_node(
       program, logdir, options, rounds.RoundBackend,
       (make_policy, learner, replay, table, unroll_length, unrolls_per_round,
@@ -119,7 +119,7 @@ def add_sequence_service(program: launch.Program, logdir: str,
   lstm_size, sequence_length, sequence_period, epsilon, epsilon_alpha,
   variable_update_period, max_in_flight_items."""
   from repertory.remote import sequences  # pylint: disable=g-import-not-at-top
-  from repertory.remote import specs as specs_lib  # pylint: disable=g-import-not-at-top
+  from repertory_remote import wire as specs_lib  # pylint: disable=g-import-not-at-top
   observation_spec = oar_spec.observations.observation
   return add_node(
       program, logdir, options, sequences.SequenceBackend,

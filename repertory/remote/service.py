@@ -11,9 +11,14 @@ pool of threads so that concurrent episodes can be batched behind it (see
   when it ends, so that at most `max_episodes` slots ever exist.
 * Every call needs the shared token (`authorization: Bearer <token>`),
   compared in constant time; the first message of a session is a `Hello`
-  whose specs must equal the agent's (FAILED_PRECONDITION names the field).
-* A malformed message ends its session with INVALID_ARGUMENT naming the
-  field; it never reaches `act`.
+  whose specs must equal the agent's (FAILED_PRECONDITION names the field),
+  sent within `hello_timeout_s` (else DEADLINE_EXCEEDED).
+* Sessions: at most `max_sessions` at once (the gRPC server's cap), and at
+  most `max_sessions_per_peer` from one connection (RESOURCE_EXHAUSTED), so
+  one client cannot hold them all.
+* A malformed message, or a value outside the agent's declared bounds
+  (`validation`), ends its session with INVALID_ARGUMENT naming the field;
+  it never reaches `act`.
 * When a session ends (the client closed it, crashed or lost the
   connection), each of its open episodes is ended with a truncation step
   (LAST, discount 1, its last observation repeated, reward 0): the
@@ -32,10 +37,14 @@ from absl import logging
 import grpc
 import numpy as np
 
-from repertory.remote import environment_pb2 as pb
-from repertory.remote import specs as specs_lib
+from repertory.remote import slots
+from repertory.remote import validation
+from repertory_remote import environment_pb2 as pb
+from repertory_remote import wire as specs_lib
 
 FIRST, MID, LAST = 0, 1, 2  # dm_env.StepType values
+HELLO_TIMEOUT_S = 10.0
+MAX_SESSIONS_PER_PEER = 8
 SERVICE = 'repertory.remote.v1.EnvironmentService'
 ActFn = Callable[..., Tuple[int, int]]
 EpisodeFn = Callable[[float, int, bool], None]
@@ -58,30 +67,6 @@ class _Episode:
   length: int = 0
 
 
-class _SlotPool:
-  """Slot ids 0 .. size - 1; the lowest free one is taken first."""
-
-  def __init__(self, size: int):
-    self._free = list(range(size - 1, -1, -1))
-    self._lock = threading.Lock()
-    self.size = size
-
-  def take(self) -> Optional[int]:
-    with self._lock:
-      if not self._free:
-        return None
-      self._free.sort(reverse=True)
-      return self._free.pop()
-
-  def give_back(self, slot: int) -> None:
-    with self._lock:
-      self._free.append(slot)
-
-  def in_use(self) -> int:
-    with self._lock:
-      return self.size - len(self._free)
-
-
 class EnvironmentService:
   """Serves `environment.proto`'s EnvironmentService; see module doc."""
 
@@ -89,7 +74,10 @@ class EnvironmentService:
                max_episodes: int = 256,
                on_episode_end: Optional[EpisodeFn] = None,
                on_step: Optional[Callable[[], None]] = None,
-               unsupported: Optional[Dict[str, str]] = None):
+               unsupported: Optional[Dict[str, str]] = None,
+               limits: Optional[validation.Limits] = None,
+               hello_timeout_s: float = HELLO_TIMEOUT_S,
+               max_sessions_per_peer: int = MAX_SESSIONS_PER_PEER):
     """Args:
       specs: the agent's specs; clients must declare the same.
       act: the blocking step function (see module doc).
@@ -100,6 +88,12 @@ class EnvironmentService:
       on_step: called once per step that reached `act` (for counting).
       unsupported: step fields the agent refuses ('step.legal_actions',
         'step.logged') and why: a step using one gets INVALID_ARGUMENT.
+      limits: the observation and reward bounds (`validation.Limits`;
+        default: +-max_abs limits only).
+      hello_timeout_s: a session whose Hello has not arrived this long
+        after it opened is closed (DEADLINE_EXCEEDED).
+      max_sessions_per_peer: the most sessions one connection (one gRPC
+        channel) may hold at once.
     """
     if not token:
       raise ValueError('EnvironmentService needs a non-empty token.')
@@ -108,10 +102,14 @@ class EnvironmentService:
     self.specs = specs
     self._act = act
     self._token = token.encode()
-    self._slots = _SlotPool(max_episodes)
+    self._slots = slots.SlotPool(max_episodes)
     self._on_episode_end = on_episode_end
     self._on_step = on_step
     self._unsupported = dict(unsupported or {})
+    self._limits = limits or validation.Limits()
+    self._hello_timeout_s = hello_timeout_s
+    self._max_per_peer = max_sessions_per_peer
+    self._peers: Dict[str, int] = {}
     self._executor = concurrent.futures.ThreadPoolExecutor(
         max_episodes, thread_name_prefix='remote-step')
     self.server_id = uuid.uuid4().hex
@@ -160,6 +158,25 @@ class EnvironmentService:
 
   def _session(self, requests, context):
     self._authenticate(context)
+    peer = context.peer()
+    with self._lock:
+      held = self._peers.get(peer, 0)
+      if held < self._max_per_peer:
+        self._peers[peer] = held + 1
+    if held >= self._max_per_peer:
+      context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f'session: this connection ({peer}) holds {held} '
+                    'sessions, the most one connection may hold '
+                    '(max_sessions_per_peer); end one first')
+    try:
+      yield from self._serve_session(requests, context, peer)
+    finally:
+      with self._lock:
+        self._peers[peer] -= 1
+        if not self._peers[peer]:
+          del self._peers[peer]
+
+  def _serve_session(self, requests, context, peer: str):
     try:
       hello = self._hello(requests)
     except _Abort as e:
@@ -168,7 +185,7 @@ class EnvironmentService:
       self.num_sessions += 1
       session_id = f'{self.server_id[:8]}-{self.num_sessions}'
     logging.info('remote: session %s opened by %r (%s).', session_id,
-                 hello.client_name, context.peer())
+                 hello.client_name, peer)
     yield pb.ServerMessage(welcome=pb.Welcome(
         session_id=session_id, specs=self.specs.to_proto(),
         server_id=self.server_id))
@@ -186,11 +203,26 @@ class EnvironmentService:
       yield item
 
   def _hello(self, requests) -> pb.Hello:
+    """The session's Hello, read within `hello_timeout_s`."""
+    first: 'queue.Queue[Any]' = queue.Queue()
+
+    def read():
+      try:
+        first.put(next(requests))
+      except StopIteration:
+        first.put(None)
+      except Exception as e:  # pylint: disable=broad-except  # RpcError
+        first.put(e)
+    threading.Thread(target=read, daemon=True, name='remote-hello').start()
     try:
-      raw = next(requests)
-    except StopIteration:
+      raw = first.get(timeout=self._hello_timeout_s)
+    except queue.Empty:
+      raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                   f'hello: no Hello within {self._hello_timeout_s:g} s of '
+                   'opening the session') from None
+    if raw is None or isinstance(raw, Exception):
       raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
-                   'hello: the session ended before its Hello') from None
+                   'hello: the session ended before its Hello')
     message = _parse(raw)
     if message.WhichOneof('message') != 'hello':
       raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
@@ -231,88 +263,54 @@ class EnvironmentService:
       self._truncate(episodes, session_id)
       out.put(None)
 
-  def _submit(self, step: pb.Step, episodes: Dict[int, _Episode],
+  def _submit(self, message: pb.Step, episodes: Dict[int, _Episode],
               closed: Set[int], out: 'queue.Queue[Any]') -> None:
     """Validates one step and hands it to a worker thread."""
-    specs = self.specs
-    episode_id = int(step.episode_id)
-    if episode_id in closed:
+    if int(message.episode_id) in closed:
       raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
-                   f'step.episode_id: episode {episode_id} has ended; use a '
-                   'new id for a new episode')
+                   f'step.episode_id: episode {message.episode_id} has ended; '
+                   'use a new id for a new episode')
     try:
-      if not step.HasField('observation'):
-        raise specs_lib.FieldError('step.observation', 'missing')
-      observation = specs_lib.tensor_from_proto(step.observation, specs,
-                                                'step.observation')
-      reward = float(step.reward)
-      if not np.isfinite(reward):
-        raise specs_lib.FieldError('step.reward', f'{reward} is not finite')
-      if step.terminal and step.truncated:
-        raise specs_lib.FieldError(
-            'step.terminal', 'terminal and truncated are both set')
-      mask = specs_lib.mask_from_proto(step.legal_actions, specs.num_actions,
-                                       'step.legal_actions')
-      for field, present in (('step.legal_actions', mask is not None),
-                             ('step.logged', step.HasField('logged'))):
-        if present and field in self._unsupported:
-          raise specs_lib.FieldError(field, self._unsupported[field])
-      logged_action, logged_logits = None, None
-      if step.HasField('logged'):
-        logged_action = int(step.logged.action)
-        if not 0 <= logged_action < specs.num_actions:
-          raise specs_lib.FieldError(
-              'step.logged.action', f'{logged_action} is not in 0 .. '
-              f'{specs.num_actions - 1}')
-        if mask is not None and not mask[logged_action]:
-          raise specs_lib.FieldError(
-              'step.logged.action', f'{logged_action} is not legal under '
-              'step.legal_actions')
-        if len(step.logged.logits):
-          logged_logits = np.asarray(step.logged.logits, np.float32)
-          if logged_logits.shape != (specs.num_actions,):
-            raise specs_lib.FieldError(
-                'step.logged.logits', f'{len(logged_logits)} values, '
-                f'expected {specs.num_actions}')
-          if not np.all(np.isfinite(logged_logits)):
-            raise specs_lib.FieldError('step.logged.logits',
-                                       'holds NaN or infinite values')
+      step = validation.parse(message, self.specs, self._limits,
+                              self._unsupported)
     except specs_lib.FieldError as e:
       raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
-
-    episode = episodes.get(episode_id)
-    ends = step.terminal or step.truncated
+    episode = episodes.get(step.episode_id)
     if episode is None:
-      if ends:
-        raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
-                     f'step.terminal: the first step of episode {episode_id} '
-                     'cannot end it (send its first observation, then steps)')
-      slot = self._slots.take()
-      if slot is None:
-        raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     f'step.episode_id: {self._slots.size} episodes are open '
-                     'on this service (its max_episodes); end one first')
-      episode = _Episode(slot, observation)
-      episodes[episode_id] = episode
+      episode = self._start_episode(step)
+      episodes[step.episode_id] = episode
       step_type, reward, discount = FIRST, 0.0, 1.0
     else:
       if episode.waiting:
         raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
-                     f'step.episode_id: episode {episode_id} sent a step '
+                     f'step.episode_id: episode {step.episode_id} sent a step '
                      'before receiving the action of its previous one')
-      step_type = LAST if ends else MID
-      discount = 0.0 if step.terminal else 1.0
-      episode.observation = observation
+      step_type = LAST if step.ends else MID
+      reward, discount = step.reward, 0.0 if step.terminal else 1.0
+      episode.observation = step.observation
       episode.episode_return += reward
       episode.length += 1
-    if ends:
-      del episodes[episode_id]
-      closed.add(episode_id)
+    if step.ends:
+      del episodes[step.episode_id]
+      closed.add(step.episode_id)
     episode.waiting = True
     episode.in_flight = self._executor.submit(
-        self._step, episode_id, episode, step_type, reward, discount,
-        observation, mask, logged_action, logged_logits, bool(step.truncated),
-        out)
+        self._step, step.episode_id, episode, step_type, reward, discount,
+        step.observation, step.mask, step.logged_action, step.logged_logits,
+        step.truncated, out)
+
+  def _start_episode(self, step: validation.Step) -> _Episode:
+    if step.ends:
+      raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                   f'step.terminal: the first step of episode '
+                   f'{step.episode_id} cannot end it (send its first '
+                   'observation, then steps)')
+    slot = self._slots.take()
+    if slot is None:
+      raise _Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                   f'step.episode_id: {self._slots.size} episodes are open '
+                   'on this service (its max_episodes); end one first')
+    return _Episode(slot, step.observation)
 
   def _step(self, episode_id, episode, step_type, reward, discount,
             observation, mask, logged_action, logged_logits, truncated,

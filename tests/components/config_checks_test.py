@@ -7,7 +7,7 @@ from typing import ClassVar, Optional, Tuple
 import pytest
 
 from repertory.components import config_checks
-from repertory.components.replay import config as replay_config
+from repertory.agents.prioritized_replay import config as replay_config
 
 
 @dataclasses.dataclass

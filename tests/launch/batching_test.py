@@ -243,3 +243,48 @@ def test_call_batch_runs_the_given_calls_as_one_batch_on_this_thread():
   assert (batched.batch_size, batched.timeout) == (3, 600.0)
   with pytest.raises(ValueError, match='1 to 3 calls, got 4'):
     batched.call_batch([(np.ones(1), 0)] * 4)
+
+
+class LaunchpadSummer:
+  """Launchpad's batching example's server: a list argument `[x, x + 1]`
+  arrives as one `[B, 2]` array, whatever the batch size `B`."""
+
+  def __init__(self, batch_size: int, timeout: float):
+    self.sum = None
+    self.shapes = []
+    self.compute = launch.batched_handler(
+        batch_size=batch_size, timeout=timeout)(self.compute)
+
+  def compute(self, values):
+    self.shapes.append(np.shape(values))
+    result = np.sum(values, axis=0)
+    self.sum = result if self.sum is None else self.sum + result
+    return np.tile(self.sum, (len(values), 1))
+
+
+def test_a_partial_batch_has_the_structure_of_a_full_one():
+  # A first call alone (a partial batch once the timeout passed), then
+  # two together: under a leaf-wise stacking of the list the partial
+  # batch's sum would have shape (1,) and every later batch would fail.
+  # (A timeout long enough that the two together are never split.)
+  server = LaunchpadSummer(batch_size=2, timeout=3.0)
+  np.testing.assert_array_equal(server.compute([1, 2]), [1, 2])
+  results, errors = call_concurrently(server.compute, [[3, 4], [5, 6]])
+  assert errors == [None, None]
+  for result in results:
+    np.testing.assert_array_equal(result, [9, 12])
+  assert server.shapes == [(1, 2), (2, 2)]
+
+
+def test_lists_that_are_not_of_numbers_stay_nests():
+
+  class Server:
+
+    @launch.batched_handler(batch_size=2, timeout=30.0)
+    def f(self, pair):
+      assert isinstance(pair, list) and pair[0].shape == (2, 3)
+      return pair[0].sum(axis=1) + pair[1]
+  inputs = [[np.full(3, i, np.float32), np.float32(i)] for i in range(2)]
+  results, errors = call_concurrently(Server().f, inputs)
+  assert errors == [None, None]
+  assert [float(r) for r in results] == [0.0, 4.0]

@@ -18,6 +18,7 @@ import ray
 
 from repertory import launch
 from repertory.launch.backends import local_ray
+from repertory.launch.process import ray_internals
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -159,7 +160,7 @@ def test_full_ray_starts_every_process(tmp_path, monkeypatch):
 def test_ray_init_is_left_as_it_was():
   node_class = ray._private.node.Node  # pylint: disable=protected-access
   before = (node_class.__init__, node_class.start_api_server)
-  with local_ray._without_unused_processes(False):  # pylint: disable=protected-access
+  with ray_internals.without_unused_processes(False):
     assert node_class.start_api_server is not before[1]
   assert (node_class.__init__, node_class.start_api_server) == before
 
@@ -170,7 +171,7 @@ def test_get_node_polls_the_node_table_then_asks_ray(tmp_path):
   with _running(tmp_path) as launched:
     context = ray.get_runtime_context()
     gcs_address, node_id = context.gcs_address, context.get_node_id()
-    with local_ray._node_found_early():  # pylint: disable=protected-access
+    with ray_internals.node_found_early():
       assert services.get_node is not original
       info = services.get_node(gcs_address, node_id)
     assert services.get_node is original

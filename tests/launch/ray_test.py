@@ -18,7 +18,7 @@ import ray
 from repertory import launch
 from repertory import testing
 from repertory.launch.backends import local_ray
-from repertory.launch.backends import ray_backend
+from repertory.launch.backends import ray_node
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -225,15 +225,15 @@ def test_a_start_that_raised_is_the_units_error(connected):
   refs = {how: ray.remote(StartsOrNot).remote().start.remote(how)
           for how in ('raise', 'return', 'die')}
   ray.wait(list(refs.values()), num_returns=3, timeout=120)
-  error = ray_backend.start_error(refs['raise'], 'actor', 'actor_0',
+  error = ray_node.start_error(refs['raise'], 'actor', 'actor_0',
                                   '/logs/actor_0.log')
   assert isinstance(error, launch.NodeError)
   assert (error.label, error.node_id) == ('actor', 'actor_0')
   assert 'could not start its nodes' in str(error)
   assert 'cannot start a thread' in str(error)
   # A start that returned is no error; a process that died is the watch's.
-  assert ray_backend.start_error(refs['return'], 'actor', 'a', None) is None
-  assert ray_backend.start_error(refs['die'], 'actor', 'a', None) is None
+  assert ray_node.start_error(refs['return'], 'actor', 'a', None) is None
+  assert ray_node.start_error(refs['die'], 'actor', 'a', None) is None
 
 
 def test_a_process_that_dies_is_reported_not_waited_for(connected, tmp_path):

@@ -124,7 +124,7 @@ def test_ppo_learns_from_remote_clients(tmp_path, clients):
 
 
 def test_ppo_refuses_legal_masks_naming_the_field(tmp_path):
-  from repertory.remote import client as client_lib  # pylint: disable=g-import-not-at-top
+  from repertory_remote import client as client_lib  # pylint: disable=g-import-not-at-top
   program, address_file = _program(tmp_path, 'ppo', ppo.Config(**PPO_TINY))
   program.groups['learner'][0].disable_run()
   launched = launch.launch(program, launch_type='test_mt',

@@ -14,10 +14,10 @@ import grpc
 import numpy as np
 import pytest
 
-from repertory.remote import client as client_lib
-from repertory.remote import environment_pb2 as pb
 from repertory.remote import service as service_lib
-from repertory.remote import specs as specs_lib
+from repertory_remote import client as client_lib
+from repertory_remote import environment_pb2 as pb
+from repertory_remote import wire as specs_lib
 
 SPECS = specs_lib.Specs((10, 5), 'float32', 3)
 TOKEN = 'test-token'
@@ -321,7 +321,7 @@ def test_binds_loopback_only(served):
 def test_client_library_imports_no_tensorflow():
   code = textwrap.dedent('''
       import sys
-      from repertory.remote import client, catch_client
+      from repertory_remote import client, catch_client
       loaded = sorted(m for m in sys.modules
                       if m.split('.')[0] in ('tensorflow', 'sonnet', 'reverb',
                                              'ray'))

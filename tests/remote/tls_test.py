@@ -1,7 +1,7 @@
 """TLS on the remote environment service: a certificate authority and a
 server certificate made at test time (`cryptography`), the real gRPC service
 served with `RemoteOptions(tls_cert_file=..., tls_key_file=...)`, and real
-client processes (`repertory.remote.catch_client`): a client trusting the
+client processes (`repertory_remote.catch_client`): a client trusting the
 authority plays; a plaintext client, a client trusting another authority and
 a client with a wrong token are refused."""
 
@@ -21,10 +21,10 @@ import grpc
 import numpy as np
 import pytest
 
-from repertory.remote import client as client_lib
 from repertory.remote import options as options_lib
 from repertory.remote import service as service_lib
-from repertory.remote import specs as specs_lib
+from repertory_remote import client as client_lib
+from repertory_remote import wire as specs_lib
 
 SPECS = specs_lib.Specs((10, 5), 'float32', 3)
 TOKEN = 'tls-test-token'
@@ -115,14 +115,14 @@ def tls_served(tmp_path_factory):
 
 
 def _catch_client(address, *args, token=TOKEN, timeout=120):
-  """Runs `python -m repertory.remote.catch_client` to its end; returns
+  """Runs `python -m repertory_remote.catch_client` to its end; returns
   (summary, stderr)."""
   env = dict(os.environ)
   env['PYTHONPATH'] = os.pathsep.join(
       [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
   env.pop(specs_lib.TOKEN_ENV_VAR, None)
   process = subprocess.run(
-      [sys.executable, '-m', 'repertory.remote.catch_client',
+      [sys.executable, '-m', 'repertory_remote.catch_client',
        f'--address={address}', f'--token={token}', *args],
       capture_output=True, text=True, env=env, timeout=timeout, check=False)
   assert process.returncode == 0, process.stderr

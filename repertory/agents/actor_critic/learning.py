@@ -191,16 +191,21 @@ class VTrace(learners.Algorithm):
       outputs, _ = self.network.unroll(u.observation, state, u.first)
       logits = outputs.logits[:-1]                                # [T, B, A]
       target_log_prob, behaviour_log_prob = self._log_probs(u, mask, logits)
-      loss = losses.impala_loss_from_log_probs(
-          target_log_prob, behaviour_log_prob,
-          mask * losses.categorical_entropy(logits), outputs.value[:-1],
-          outputs.value[-1], c.reward_scale * u.reward, c.discount * u.discount,
+      common = dict(
           baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
           lambda_=c.vtrace_lambda, clip_rho_threshold=c.clip_rho_threshold,
           clip_pg_rho_threshold=c.clip_pg_rho_threshold,
           normalize_advantages=c.normalize_advantages, mask=mask,
-          ppo_clip=None if c.ppo_clip is None else self._ppo_clip.value,
           returns=returns, pg_advantage=c.pg_advantage)
+      inputs = (target_log_prob, behaviour_log_prob,
+                mask * losses.categorical_entropy(logits), outputs.value[:-1],
+                outputs.value[-1], c.reward_scale * u.reward,
+                c.discount * u.discount)
+      if c.ppo_clip is None:
+        loss = losses.impala_loss_from_log_probs(*inputs, **common)
+      else:
+        loss = losses.appo_loss_from_log_probs(
+            *inputs, ppo_clip=self._ppo_clip.value, **common)
       # Means over the real transitions, not all [T, B] (masked ones add 0).
       scale = tf.size(mask, tf.float32) / tf.maximum(tf.reduce_sum(mask), 1.)
       total = scale * loss.loss

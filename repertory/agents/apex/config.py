@@ -4,7 +4,7 @@ Experience Replay", appendix C), scaled down to small control tasks."""
 import dataclasses
 from typing import ClassVar
 
-from repertory.components.replay import config as replay_config
+from repertory.agents.prioritized_replay import config as replay_config
 
 INITIAL_PRIORITIES = replay_config.INITIAL_PRIORITIES
 

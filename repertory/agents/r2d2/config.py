@@ -5,7 +5,7 @@ small control tasks this project trains on."""
 import dataclasses
 from typing import ClassVar, Tuple
 
-from repertory.components.replay import config as replay_config
+from repertory.agents.prioritized_replay import config as replay_config
 
 INITIAL_PRIORITIES = replay_config.INITIAL_PRIORITIES
 

@@ -25,7 +25,7 @@ from repertory.components.adders.positions import PositionAdder
 from repertory.components.adders.sequence import EndBehavior
 from repertory.components.adders.sequence import sequence_signature
 from repertory.components.adders.sequence import SequenceAdder
-from repertory.components.adders.unroll import time_major_transitions
-from repertory.components.adders.unroll import unroll_signature
 from repertory.components.adders.unroll import UnrollAdder
-from repertory.components.adders.unroll import UnrollTransitions
+from repertory.components.adders.unroll_layout import time_major_transitions
+from repertory.components.adders.unroll_layout import unroll_signature
+from repertory.components.adders.unroll_layout import UnrollTransitions

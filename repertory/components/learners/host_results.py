@@ -4,7 +4,7 @@ TensorFlow 2.15 on CPython 3.11 leaks one 48-byte block per `EagerTensor`
 (see `repertory.components.networks.GraphFunction`). A learner that takes
 each batch from a dataset iterator in Python, returns its metrics from a
 `tf.function` and reads its weights with `.numpy()` creates dozens of them
-per step, and grows steadily (BENCHMARKS.md). With `HostResults` the
+per step, and grows steadily. With `HostResults` the
 step takes the iterator as an argument, returns nothing, and sends what
 Python needs through one `tf.numpy_function`, which passes numpy arrays:
 

@@ -32,6 +32,8 @@ from repertory.components.losses.value_rescaling import SIGNED_HYPERBOLIC_TRANSF
 from repertory.components.losses.value_rescaling import signed_hyperbolic_transform
 from repertory.components.losses.value_rescaling import signed_parabolic
 from repertory.components.losses.value_rescaling import ValueTransform
+from repertory.components.losses.vtrace import appo_loss
+from repertory.components.losses.vtrace import appo_loss_from_log_probs
 from repertory.components.losses.vtrace import impala_loss
 from repertory.components.losses.vtrace import impala_loss_from_log_probs
 from repertory.components.losses.vtrace import normalized_advantages

@@ -97,20 +97,17 @@ def actor_critic_loss_from_log_probs(
 def actor_critic_loss(
     logits: tf.Tensor,
     actions: tf.Tensor,
-    v_tm1: tf.Tensor,
-    bootstrap_value: tf.Tensor,
-    r_t: tf.Tensor,
-    discount_t: tf.Tensor,
-    baseline_cost: float = 0.5,
-    entropy_cost: float = 0.01,
+    *args,
+    **kwargs,
 ) -> base.LossOutput:
   """A3C loss for discrete actions, π = softmax(logits) (Mnih et al. 2016).
 
   Args:
     logits: `[T, B, A]` policy logits at x_s.
     actions: `[T, B]` integer actions.
-    v_tm1, bootstrap_value, r_t, discount_t, baseline_cost, entropy_cost:
-      as in `actor_critic_loss_from_log_probs`.
+    *args, **kwargs: `actor_critic_loss_from_log_probs`'s arguments after
+      `entropy`: v_tm1, bootstrap_value, r_t, discount_t, baseline_cost,
+      entropy_cost.
 
   Returns:
     `LossOutput(loss, extra)` as in `actor_critic_loss_from_log_probs`.
@@ -119,5 +116,4 @@ def actor_critic_loss(
   base.check_rank(logits, 'logits', [3], 'actor_critic_loss')
   return actor_critic_loss_from_log_probs(
       base.categorical_log_prob(logits, actions),
-      base.categorical_entropy(logits), v_tm1, bootstrap_value, r_t,
-      discount_t, baseline_cost=baseline_cost, entropy_cost=entropy_cost)
+      base.categorical_entropy(logits), *args, **kwargs)

@@ -86,6 +86,21 @@ def _double_q_bootstrap(target_q_t, selector_q_t):
   return tf.gather(target_q_t, a_star, axis=-1, batch_dims=a_star.shape.rank)
 
 
+def _q_inputs(fn, rank, q_tm1, a_tm1, r_t, discount_t, target_q_t,
+              selector_q_t):
+  """The inputs as float32 (actions int32), checked: `q_tm1` of `rank`."""
+  q_tm1 = base.to_float(q_tm1, 'q_tm1')
+  target_q_t = base.to_float(target_q_t, 'target_q_t')
+  selector_q_t = base.to_float(selector_q_t, 'selector_q_t')
+  r_t = base.to_float(r_t, 'r_t')
+  discount_t = base.to_float(discount_t, 'discount_t')
+  a_tm1 = tf.cast(tf.convert_to_tensor(a_tm1), tf.int32)
+  base.check_rank(q_tm1, 'q_tm1', [rank], fn)
+  _check_q_inputs(fn, q_tm1, a_tm1, target_q_t, selector_q_t, r_t=r_t,
+                  discount_t=discount_t)
+  return q_tm1, a_tm1, r_t, discount_t, target_q_t, selector_q_t
+
+
 def _check_q_inputs(fn, q_tm1, a_tm1, target_q_t, selector_q_t, **scalars):
   base.check_same_shape(fn, q_tm1=q_tm1, target_q_t=target_q_t,
                         selector_q_t=selector_q_t)
@@ -122,15 +137,8 @@ def transformed_n_step_double_q_learning(
     `TDOutput(loss, td_error, target)`, each `[T, B]`.
   """
   fn = 'transformed_n_step_double_q_learning'
-  q_tm1 = base.to_float(q_tm1, 'q_tm1')
-  target_q_t = base.to_float(target_q_t, 'target_q_t')
-  selector_q_t = base.to_float(selector_q_t, 'selector_q_t')
-  r_t = base.to_float(r_t, 'r_t')
-  discount_t = base.to_float(discount_t, 'discount_t')
-  a_tm1 = tf.cast(tf.convert_to_tensor(a_tm1), tf.int32)
-  base.check_rank(q_tm1, 'q_tm1', [3], fn)
-  _check_q_inputs(fn, q_tm1, a_tm1, target_q_t, selector_q_t, r_t=r_t,
-                  discount_t=discount_t)
+  q_tm1, a_tm1, r_t, discount_t, target_q_t, selector_q_t = _q_inputs(
+      fn, 3, q_tm1, a_tm1, r_t, discount_t, target_q_t, selector_q_t)
   with tf.name_scope(fn):
     v_t = transform.apply_inverse(
         _double_q_bootstrap(target_q_t, selector_q_t))
@@ -175,15 +183,8 @@ def double_q_learning(
     priority.
   """
   fn = 'double_q_learning'
-  q_tm1 = base.to_float(q_tm1, 'q_tm1')
-  target_q_t = base.to_float(target_q_t, 'target_q_t')
-  selector_q_t = base.to_float(selector_q_t, 'selector_q_t')
-  r_t = base.to_float(r_t, 'r_t')
-  discount_t = base.to_float(discount_t, 'discount_t')
-  a_tm1 = tf.cast(tf.convert_to_tensor(a_tm1), tf.int32)
-  base.check_rank(q_tm1, 'q_tm1', [2], fn)
-  _check_q_inputs(fn, q_tm1, a_tm1, target_q_t, selector_q_t, r_t=r_t,
-                  discount_t=discount_t)
+  q_tm1, a_tm1, r_t, discount_t, target_q_t, selector_q_t = _q_inputs(
+      fn, 2, q_tm1, a_tm1, r_t, discount_t, target_q_t, selector_q_t)
   with tf.name_scope(fn):
     v_t = transform.apply_inverse(
         _double_q_bootstrap(target_q_t, selector_q_t))

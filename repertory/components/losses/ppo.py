@@ -188,24 +188,11 @@ def ppo_loss(
   advantages = tf.stop_gradient(tensors['advantages'])
   with tf.name_scope(fn):
     if normalize_advantages:
-      mean, variance = tf.nn.moments(advantages, axes=list(
-          range(advantages.shape.rank)))
-      n = tf.cast(tf.size(advantages), tf.float32)
-      several = n > 1.0
-      # Sample variance (Bessel); a single element stays as it is.
-      std = tf.sqrt(variance * n / tf.maximum(n - 1.0, 1.0))
-      advantages = tf.where(several, (advantages - mean) / (std + 1e-8),
-                            advantages)
+      advantages = _standardized(advantages)
     objective = clipped_surrogate_objective(log_prob, old_log_prob,
                                             advantages, clip_epsilon)
     policy_loss = -tf.reduce_mean(objective)
-    value_error = tf.square(v_tm1 - returns)
-    if value_clip_epsilon is not None:
-      old_v_tm1 = tf.stop_gradient(old_v_tm1)
-      v_clipped = old_v_tm1 + tf.clip_by_value(
-          v_tm1 - old_v_tm1, -value_clip_epsilon, value_clip_epsilon)
-      value_error = tf.maximum(value_error, tf.square(v_clipped - returns))
-    value_loss = 0.5 * tf.reduce_mean(value_error)
+    value_loss = _value_loss(v_tm1, old_v_tm1, returns, value_clip_epsilon)
     mean_entropy = tf.reduce_mean(tensors['entropy'])
     loss = policy_loss + value_cost * value_loss - entropy_cost * mean_entropy
     log_ratio = tf.stop_gradient(log_prob - old_log_prob)
@@ -219,3 +206,26 @@ def ppo_loss(
             tf.abs(ratio - 1.0) > clip_epsilon, tf.float32)),
     }
     return base.LossOutput(loss=loss, extra=extra)
+
+
+def _standardized(advantages: tf.Tensor) -> tf.Tensor:
+  """Â over all elements to mean 0 and sample standard deviation 1 (Bessel's
+  correction); a single element stays as it is."""
+  mean, variance = tf.nn.moments(advantages, axes=list(
+      range(advantages.shape.rank)))
+  n = tf.cast(tf.size(advantages), tf.float32)
+  std = tf.sqrt(variance * n / tf.maximum(n - 1.0, 1.0))
+  return tf.where(n > 1.0, (advantages - mean) / (std + 1e-8), advantages)
+
+
+def _value_loss(v_tm1: tf.Tensor, old_v_tm1: tf.Tensor, returns: tf.Tensor,
+                value_clip_epsilon: Optional[ClipRange]) -> tf.Tensor:
+  """½ mean (V - R)², or with ε_v the larger of it and the clipped value's
+  error, V_old + clip(V - V_old, ±ε_v)."""
+  value_error = tf.square(v_tm1 - returns)
+  if value_clip_epsilon is not None:
+    old_v_tm1 = tf.stop_gradient(old_v_tm1)
+    v_clipped = old_v_tm1 + tf.clip_by_value(
+        v_tm1 - old_v_tm1, -value_clip_epsilon, value_clip_epsilon)
+    value_error = tf.maximum(value_error, tf.square(v_clipped - returns))
+  return 0.5 * tf.reduce_mean(value_error)

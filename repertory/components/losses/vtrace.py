@@ -149,7 +149,6 @@ def impala_loss_from_log_probs(
     clip_pg_rho_threshold: Optional[float] = 1.0,
     normalize_advantages: bool = False,
     mask: Optional[tf.Tensor] = None,
-    ppo_clip: Optional[ppo.ClipRange] = None,
     returns: Optional[VTraceReturns] = None,
     pg_advantage: str = 'vtrace',
 ) -> base.LossOutput:
@@ -162,15 +161,6 @@ def impala_loss_from_log_probs(
   with (v_s, ρ̄_s A_s) from `vtrace`. Gradients reach the target log-probs
   (through the log π term only, not through ρ), `v_tm1` and `entropy`; never
   `behaviour_log_prob` or `bootstrap_value` (targets are constants).
-
-  With `ppo_clip=ε` the policy term is APPO's (RLlib): PPO's clipped
-  surrogate (`ppo.clipped_surrogate_objective`) on the V-trace advantages,
-
-    policy_loss = -mean_{s,b}[ min(ρ_s Â_s, clip(ρ_s, 1-ε, 1+ε) Â_s) ]
-
-  with ρ_s = π(a_s|x_s) / μ(a_s|x_s) (unclipped; the gradient flows through
-  it) and Â_s = ρ̄_s A_s, so the learner's policy cannot move further than
-  ε from the behaviour policy on a sample that would gain by it.
 
   Args:
     target_log_prob: `[T, B]` log π(a_s|x_s) under the learner's policy.
@@ -185,32 +175,110 @@ def impala_loss_from_log_probs(
       m and σ their mean and standard deviation over the batch's real
       transitions (PPO's normalisation; `normalized_advantages`).
     mask: `[T, B]` 1 for real transitions, 0 for padding (default: all
-      real); used by `normalize_advantages`, which zeroes the masked, and
-      by the clip fraction.
-    ppo_clip: ε > 0 of APPO's clipped surrogate, or a scalar tensor (an
-      annealed Variable, which may reach 0); None (the default) keeps
-      IMPALA's policy gradient.
+      real); used by `normalize_advantages`, which zeroes the masked.
     returns: V-trace targets computed beforehand (e.g. once per batch, kept
       over several updates as PPO keeps its advantages over its epochs),
       used instead of `vtrace` on these inputs; None (the default) computes
-      them here. Either way the loss's ρ and clip fraction are this call's.
+      them here. Either way the loss's ρ is this call's.
 
   Returns:
     `LossOutput(loss, extra)`; extra holds 'policy_loss', 'baseline_loss',
     'entropy' (unweighted means), 'mean_vs', 'mean_pg_advantage', 'mean_rho'
-    and 'clip_fraction' (the share of real transitions with |ρ - 1| > ε; 0
-    without `ppo_clip`).
+    and 'clip_fraction' (0: nothing is clipped; `appo_loss_from_log_probs`
+    reports its own).
   """
   fn = 'impala_loss'
+  log_rhos, returns, pg_advantages = _targets(
+      fn, target_log_prob, behaviour_log_prob, entropy, v_tm1,
+      bootstrap_value, r_t, discount_t, lambda_=lambda_,
+      clip_rho_threshold=clip_rho_threshold,
+      clip_pg_rho_threshold=clip_pg_rho_threshold,
+      normalize_advantages=normalize_advantages, mask=mask, returns=returns,
+      pg_advantage=pg_advantage)
+  with tf.name_scope(fn):
+    policy_loss = -tf.reduce_mean(
+        pg_advantages * base.to_float(target_log_prob, 'target_log_prob'))
+    return _with_value_and_entropy(policy_loss, tf.constant(0.0), log_rhos,
+                                   returns, v_tm1, entropy, baseline_cost,
+                                   entropy_cost)
+
+
+def appo_loss_from_log_probs(
+    target_log_prob: tf.Tensor,
+    behaviour_log_prob: tf.Tensor,
+    entropy: tf.Tensor,
+    v_tm1: tf.Tensor,
+    bootstrap_value: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    ppo_clip: ppo.ClipRange,
+    mask: Optional[tf.Tensor] = None,
+    baseline_cost: float = 0.5,
+    entropy_cost: float = 0.01,
+    **vtrace_options,
+) -> base.LossOutput:
+  """APPO's loss (RLlib): the IMPALA loss with PPO's clipped surrogate
+  (`ppo.clipped_surrogate_objective`) as the policy term, on V-trace's
+  advantages:
+
+    policy_loss = -mean_{s,b}[ min(ρ_s Â_s, clip(ρ_s, 1-ε, 1+ε) Â_s) ]
+
+  with ρ_s = π(a_s|x_s) / μ(a_s|x_s) (unclipped; the gradient flows through
+  it) and Â_s = ρ̄_s A_s, so the learner's policy cannot move further than
+  ε from the behaviour policy on a sample that would gain by it. The value
+  and entropy terms are `impala_loss_from_log_probs`'s.
+
+  Args:
+    ppo_clip: ε > 0 of the clipped surrogate, or a scalar tensor (an
+      annealed Variable, which may reach 0).
+    mask: `[T, B]` 1 for real transitions, 0 for padding: the clip
+      fraction counts the real ones (and `normalize_advantages` uses it).
+    **vtrace_options: `impala_loss_from_log_probs`'s `lambda_`,
+      `clip_rho_threshold`, `clip_pg_rho_threshold`,
+      `normalize_advantages`, `returns` and `pg_advantage`.
+    the others: as in `impala_loss_from_log_probs`.
+
+  Returns:
+    `LossOutput(loss, extra)` as `impala_loss_from_log_probs`'s, with
+    'clip_fraction' the share of real transitions with |ρ - 1| > ε.
+  """
+  fn = 'appo_loss'
+  if not isinstance(ppo_clip, (tf.Tensor, tf.Variable)):
+    if ppo_clip is None:
+      raise ValueError(f'{fn}: ppo_clip must be a number > 0, got None.')
+    base.check_threshold(fn, 'ppo_clip', ppo_clip)
+  log_rhos, returns, pg_advantages = _targets(
+      fn, target_log_prob, behaviour_log_prob, entropy, v_tm1,
+      bootstrap_value, r_t, discount_t, mask=mask, **vtrace_options)
+  with tf.name_scope(fn):
+    policy_loss = -tf.reduce_mean(ppo.clipped_surrogate_objective(
+        base.to_float(target_log_prob, 'target_log_prob'),
+        base.to_float(behaviour_log_prob, 'behaviour_log_prob'),
+        pg_advantages, ppo_clip))
+    real = (tf.ones_like(log_rhos) if mask is None
+            else base.to_float(mask, 'mask'))
+    clipped = tf.cast(tf.abs(tf.exp(log_rhos) - 1.0) > ppo_clip, tf.float32)
+    clip_fraction = (tf.reduce_sum(real * clipped)
+                     / tf.maximum(tf.reduce_sum(real), 1.0))
+    return _with_value_and_entropy(policy_loss, clip_fraction, log_rhos,
+                                   returns, v_tm1, entropy, baseline_cost,
+                                   entropy_cost)
+
+
+def _targets(fn, target_log_prob, behaviour_log_prob, entropy, v_tm1,
+             bootstrap_value, r_t, discount_t, lambda_=1.0,
+             clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0,
+             normalize_advantages=False, mask=None, returns=None,
+             pg_advantage='vtrace'):
+  """Checks the shapes; (log ρ, V-trace returns, the policy term's
+  advantages), all without gradient."""
   target_log_prob = base.to_float(target_log_prob, 'target_log_prob')
   behaviour_log_prob = base.to_float(behaviour_log_prob, 'behaviour_log_prob')
-  entropy = base.to_float(entropy, 'entropy')
   v_tm1 = base.to_float(v_tm1, 'v_tm1')
   base.check_same_shape(fn, target_log_prob=target_log_prob,
                         behaviour_log_prob=behaviour_log_prob,
-                        entropy=entropy, v_tm1=v_tm1)
-  if not isinstance(ppo_clip, (tf.Tensor, tf.Variable)):
-    base.check_threshold(fn, 'ppo_clip', ppo_clip)
+                        entropy=base.to_float(entropy, 'entropy'),
+                        v_tm1=v_tm1)
   log_rhos = tf.stop_gradient(target_log_prob) - tf.stop_gradient(
       behaviour_log_prob)
   if returns is None:
@@ -224,32 +292,27 @@ def impala_loss_from_log_probs(
   pg_advantages = returns.pg_advantages
   if normalize_advantages:
     pg_advantages = normalized_advantages(pg_advantages, mask)
-  with tf.name_scope(fn):
-    if ppo_clip is None:
-      policy_loss = -tf.reduce_mean(pg_advantages * target_log_prob)
-      clip_fraction = tf.constant(0.0)
-    else:
-      policy_loss = -tf.reduce_mean(ppo.clipped_surrogate_objective(
-          target_log_prob, behaviour_log_prob, pg_advantages, ppo_clip))
-      real = (tf.ones_like(log_rhos) if mask is None
-              else base.to_float(mask, 'mask'))
-      clipped = tf.cast(tf.abs(tf.exp(log_rhos) - 1.0) > ppo_clip, tf.float32)
-      clip_fraction = (tf.reduce_sum(real * clipped)
-                       / tf.maximum(tf.reduce_sum(real), 1.0))
-    baseline_loss = 0.5 * tf.reduce_mean(tf.square(returns.vs - v_tm1))
-    mean_entropy = tf.reduce_mean(entropy)
-    loss = (policy_loss + baseline_cost * baseline_loss
-            - entropy_cost * mean_entropy)
-    extra = {
-        'policy_loss': policy_loss,
-        'baseline_loss': baseline_loss,
-        'entropy': mean_entropy,
-        'mean_vs': tf.reduce_mean(returns.vs),
-        'mean_pg_advantage': tf.reduce_mean(returns.pg_advantages),
-        'mean_rho': tf.reduce_mean(tf.exp(log_rhos)),
-        'clip_fraction': clip_fraction,
-    }
-    return base.LossOutput(loss=loss, extra=extra)
+  return log_rhos, returns, pg_advantages
+
+
+def _with_value_and_entropy(policy_loss, clip_fraction, log_rhos, returns,
+                            v_tm1, entropy, baseline_cost, entropy_cost):
+  """The whole actor-critic loss around a policy term, and its metrics."""
+  v_tm1 = base.to_float(v_tm1, 'v_tm1')
+  baseline_loss = 0.5 * tf.reduce_mean(tf.square(returns.vs - v_tm1))
+  mean_entropy = tf.reduce_mean(base.to_float(entropy, 'entropy'))
+  loss = (policy_loss + baseline_cost * baseline_loss
+          - entropy_cost * mean_entropy)
+  extra = {
+      'policy_loss': policy_loss,
+      'baseline_loss': baseline_loss,
+      'entropy': mean_entropy,
+      'mean_vs': tf.reduce_mean(returns.vs),
+      'mean_pg_advantage': tf.reduce_mean(returns.pg_advantages),
+      'mean_rho': tf.reduce_mean(tf.exp(log_rhos)),
+      'clip_fraction': clip_fraction,
+  }
+  return base.LossOutput(loss=loss, extra=extra)
 
 
 def normalized_advantages(advantages: tf.Tensor,
@@ -274,19 +337,10 @@ def impala_loss(
     bootstrap_value: tf.Tensor,
     r_t: tf.Tensor,
     discount_t: tf.Tensor,
-    baseline_cost: float = 0.5,
-    entropy_cost: float = 0.01,
-    lambda_: float = 1.0,
-    clip_rho_threshold: Optional[float] = 1.0,
-    clip_pg_rho_threshold: Optional[float] = 1.0,
-    normalize_advantages: bool = False,
-    mask: Optional[tf.Tensor] = None,
-    ppo_clip: Optional[ppo.ClipRange] = None,
-    pg_advantage: str = 'vtrace',
+    **kwargs,
 ) -> base.LossOutput:
-  """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2).
-
-  Same as `impala_loss_from_log_probs` with π = softmax(target_logits).
+  """The IMPALA loss for discrete actions (Espeholt et al. 2018, 4.2):
+  `impala_loss_from_log_probs` with π = softmax(target_logits).
 
   Args:
     target_logits: `[T, B, A]` the learner's policy logits at x_s.
@@ -294,21 +348,37 @@ def impala_loss(
     behaviour_log_prob: `[T, B]` log μ(a_s|x_s) recorded by the actor (use
       `categorical_log_prob(behaviour_logits, actions)` if it kept logits).
     v_tm1, bootstrap_value, r_t, discount_t: as in `vtrace`.
-    baseline_cost, entropy_cost, lambda_, clip_rho_threshold,
-    clip_pg_rho_threshold, normalize_advantages, mask, ppo_clip,
-    pg_advantage: as in `impala_loss_from_log_probs`.
-
-  Returns:
-    `LossOutput(loss, extra)` as in `impala_loss_from_log_probs`.
+    **kwargs: `impala_loss_from_log_probs`'s keyword arguments.
   """
-  target_logits = base.to_float(target_logits, 'target_logits')
-  base.check_rank(target_logits, 'target_logits', [3], 'impala_loss')
-  target_log_prob = base.categorical_log_prob(target_logits, actions)
-  entropy = base.categorical_entropy(target_logits)
+  target_log_prob, entropy = _categorical(target_logits, actions,
+                                          'impala_loss')
   return impala_loss_from_log_probs(
       target_log_prob, behaviour_log_prob, entropy, v_tm1, bootstrap_value,
-      r_t, discount_t, baseline_cost=baseline_cost, entropy_cost=entropy_cost,
-      lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
-      clip_pg_rho_threshold=clip_pg_rho_threshold,
-      normalize_advantages=normalize_advantages, mask=mask, ppo_clip=ppo_clip,
-      pg_advantage=pg_advantage)
+      r_t, discount_t, **kwargs)
+
+
+def appo_loss(
+    target_logits: tf.Tensor,
+    actions: tf.Tensor,
+    behaviour_log_prob: tf.Tensor,
+    v_tm1: tf.Tensor,
+    bootstrap_value: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    ppo_clip: ppo.ClipRange,
+    **kwargs,
+) -> base.LossOutput:
+  """APPO's loss for discrete actions: `appo_loss_from_log_probs` with
+  π = softmax(target_logits); arguments as `impala_loss`'s, and `ppo_clip`."""
+  target_log_prob, entropy = _categorical(target_logits, actions, 'appo_loss')
+  return appo_loss_from_log_probs(
+      target_log_prob, behaviour_log_prob, entropy, v_tm1, bootstrap_value,
+      r_t, discount_t, ppo_clip, **kwargs)
+
+
+def _categorical(target_logits, actions, fn):
+  """log π(a_s|x_s) and H(π(·|x_s)) of `[T, B, A]` logits."""
+  target_logits = base.to_float(target_logits, 'target_logits')
+  base.check_rank(target_logits, 'target_logits', [3], fn)
+  return (base.categorical_log_prob(target_logits, actions),
+          base.categorical_entropy(target_logits))

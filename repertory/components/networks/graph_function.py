@@ -1,10 +1,10 @@
 """Runs a function of a Sonnet module in a TF graph of its own.
 
 TensorFlow 2.15 on CPython 3.11 leaks a small block per `EagerTensor`: an
-actor that calls a `tf.function` policy every step grows without bound
-(BENCHMARKS.md has the measurements). `GraphFunction` traces the function once into a
-finalized `tf.Graph` and runs it with `Session.run` on numpy arrays, which
-creates no Python objects that outlive the call.
+actor that calls a `tf.function` policy every step grows without bound.
+`GraphFunction` traces the function once into a finalized `tf.Graph` and
+runs it with `Session.run` on numpy arrays, which creates no Python objects
+that outlive the call.
 """
 
 from typing import Any, Callable, Dict, Mapping, Sequence
@@ -15,6 +15,7 @@ import tensorflow as tf
 import tree
 
 from repertory.components.networks import variables as variables_lib
+from repertory.launch.process import tf_internals
 
 
 class GraphFunction:
@@ -24,7 +25,7 @@ class GraphFunction:
   Why: with TensorFlow 2.15 on CPython 3.11 every `EagerTensor` leaks one
   48-byte block when it is freed (its managed `__dict__` values are never
   released), so an acting loop that calls a `tf.function` per step grows
-  with every step (see BENCHMARKS.md). A TF1-style
+  with every step. A TF1-style
   `Session.run` on a finalized graph feeds and returns numpy arrays and
   allocates no Python objects that outlive the call; it is also faster at
   small batch sizes.
@@ -75,12 +76,9 @@ class GraphFunction:
     self._flat_inputs = tree.flatten(self._inputs)
     # Session.run rebuilds its fetch and feed bookkeeping on every call (two
     # thirds of a small policy's call time); the session's own runner is
-    # called with it built once. (`make_callable` would fall back to
-    # Session.run: it only prebuilds for calls without feeds.)
-    # pylint: disable=protected-access
-    self._fetch_list = [t._as_tf_output() for t in tree.flatten(self._outputs)]
-    self._feed_list = [t._as_tf_output() for t in self._flat_inputs]
-    # pylint: enable=protected-access
+    # called with it built once (a private TensorFlow name: tf_internals).
+    self._run = tf_internals.session_runner(
+        self._session, self._flat_inputs, tree.flatten(self._outputs))
     self._feed_dtypes = [t.dtype.as_numpy_dtype for t in self._flat_inputs]
 
   @property
@@ -89,14 +87,11 @@ class GraphFunction:
 
   def __call__(self, *inputs: Any) -> Any:
     values = tree.flatten(list(inputs))
-    if len(values) != len(self._feed_list):
-      raise ValueError(f'GraphFunction: expected {len(self._feed_list)} '
+    if len(values) != len(self._feed_dtypes):
+      raise ValueError(f'GraphFunction: expected {len(self._feed_dtypes)} '
                        f'input arrays, got {len(values)}.')
-    feed = {output: np.asarray(value, dtype)
-            for output, value, dtype in zip(self._feed_list, values,
-                                            self._feed_dtypes)}
-    results = self._session._call_tf_sessionrun(  # pylint: disable=protected-access
-        None, feed, self._fetch_list, [], None)
+    results = self._run([np.asarray(value, dtype) for value, dtype in
+                         zip(values, self._feed_dtypes)])
     return tree.unflatten_as(self._outputs, results)
 
   def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:

@@ -1,6 +1,6 @@
 """Replay and queues: table builders, Reverb datasets, priority updates.
 
-Importing this package (or `replay.config`, `replay.checkpoints`) does not
+Importing this package (or `replay.checkpoints`) does not
 import Reverb or TensorFlow: a program graph is built without them; the
 table builders, datasets and priority updates load them when first asked
 for.

@@ -50,6 +50,14 @@ class Runtime(abc.ABC):
   def client(self, handle: Any) -> Any:
     """Returns the client of the node that `handle` names."""
 
+  def wait_until_built(self, timeout: float) -> bool:
+    """Waits until every node of the program is built (or failed to
+    build), at most `timeout` seconds; False if it gave up. Nodes call it
+    before their `run()`, so that the program's run loops start together
+    (as under Launchpad, where a program's processes start at once)."""
+    del timeout
+    return True
+
   def register_stop_handler(self, fn: Callable[[], None]) -> None:
     with self._handlers_lock:
       self._stop_handlers.append(fn)

@@ -20,6 +20,9 @@ from repertory.launch.api import handles as handles_lib
 from repertory.launch.api import nodes as nodes_lib
 from repertory.launch.process import startup_gc
 
+# The longest a node's run() waits for the program's other nodes to be built.
+START_TOGETHER_SECS = 120.0
+
 
 class NodeRecord:
   """The state of one node in this process."""
@@ -145,11 +148,38 @@ class NodeHost:
     record.built = built
     self._set_ready(record)
     if built.run is not None:
+      if record.restarts == 0:
+        self._start_together(record)
       built.run()
       if built.serves and not self._runtime.stop_requested():
         # As Launchpad: a CourierNode whose run() returns ends its server.
         record.run_returned = True
         built.serves = False
+
+  def _start_together(self, record: NodeRecord) -> None:
+    """Waits (at most `START_TOGETHER_SECS`) until every node of the program
+    is built, so that no run() starts calling nodes while others are still
+    coming up (a batched handler's first batch would be partial)."""
+    deadline = time.monotonic() + START_TOGETHER_SECS
+    while not self._runtime.stop_event.is_set():
+      left = deadline - time.monotonic()
+      if left <= 0:
+        logging.warning('Node %s: the program\'s nodes were not all built '
+                        'within %.0f s; running it anyway.',
+                        record.node.node_id, START_TOGETHER_SECS)
+        return
+      if self._runtime.wait_until_built(min(left, 10.0)):
+        return
+
+  def all_built(self, timeout: Optional[float]) -> bool:
+    """Whether every node of this process is built (or failed to build)
+    within `timeout` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for record in self.records.values():
+      left = None if deadline is None else max(deadline - time.monotonic(), 0)
+      if not record.ready.wait(left):
+        return False
+    return True
 
   def _set_ready(self, record: NodeRecord) -> None:
     with self._ready_lock:

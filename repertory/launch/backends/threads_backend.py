@@ -69,6 +69,9 @@ class ThreadRuntime(context.Runtime):
     if not self.host.records:
       self.request_stop('the program has no nodes')
 
+  def wait_until_built(self, timeout: float) -> bool:
+    return self.host.all_built(timeout)
+
   def client(self, handle: handles_lib.Handle):
     node_id = handle._node_id  # pylint: disable=protected-access
     record = self.host.record(node_id)

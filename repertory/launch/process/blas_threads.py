@@ -5,10 +5,9 @@ multiply-adds over a thread per core and spins while it waits for them. An
 actor's policy or an inference server's batch (tens to hundreds of
 observations through a small MLP) is that size, so on a machine whose cores
 the program's other processes keep busy each product waits for a busy core,
-and on an idle one it burns a second core for little gain (BENCHMARKS.md,
-"Actors against the raw ceiling: environments per actor, and one BLAS
-thread"). Every process that hosts nodes therefore runs NumPy's BLAS on one
-thread, as a node runs TensorFlow's ops on few (`actors.limit_tf_threads`).
+and on an idle one it burns a second core for little gain. Every process
+that hosts nodes therefore runs NumPy's BLAS on one thread, as a node runs
+TensorFlow's ops on few (`actors.limit_tf_threads`).
 
 A BLAS thread count the user set in the environment (`OPENBLAS_NUM_THREADS`
 or `MKL_NUM_THREADS`; for local_mp and ray also in a node group's `env` in

@@ -14,7 +14,7 @@ imported while their package waits (TensorFlow's `import_module(
 'keras.src.optimizers')`) wait with it; when the package's code runs they
 are dropped, so its own imports load them in their usual order (`tf.keras`
 works as before). Installed in every node process of local_mp / ray
-(`ray_backend.NodeActor`); the launcher's own process is left alone.
+(`ray_node.NodeActor`); the launcher's own process is left alone.
 """
 
 import importlib

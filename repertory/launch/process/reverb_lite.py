@@ -20,6 +20,12 @@ The modules loaded here are registered under Reverb's own names
 `reverb.trajectory_writer`), and `reverb` itself as a package whose
 `__init__` runs on first use: a later `import reverb; reverb.Client(...)` in
 the same process reuses them instead of loading the extension twice.
+
+Reverb's extension module (`reverb.libpybind`) and the file name of
+TensorFlow's framework library are not public API: written for
+`dm-reverb==0.14.0` (`PINNED`) and TensorFlow 2.15; `PRIVATE_NAMES` lists what
+is used, and tests/launch/private_apis_test.py fails when the installed
+Reverb is another version or one of the names is gone.
 """
 
 import ctypes
@@ -32,6 +38,14 @@ from typing import Any, NamedTuple
 
 from repertory.launch.process import deferred_imports
 
+PINNED = ('dm-reverb', '0.14.0')
+# (module, attribute path) of every private name used here.
+PRIVATE_NAMES = (
+    ('reverb.libpybind', 'Client'),
+    ('reverb.libpybind', 'AutoTunedChunkerOptions'),
+    ('reverb.trajectory_writer', 'TrajectoryWriter'),
+    ('reverb.errors', 'DeadlineExceededError'),
+)
 _LOCK = threading.Lock()
 _FRAMEWORK = 'libtensorflow_framework.so.2'
 _libraries = []  # The framework library stays loaded for the process.
@@ -107,6 +121,18 @@ class WriterClient:
   @property
   def server_address(self) -> str:
     return self._server_address
+
+  @property
+  def __class__(self):  # pylint: disable=invalid-overridden-method
+    """`reverb.Client` once this process has imported Reverb, so that
+    `isinstance(client, reverb.Client)` holds as under Launchpad (the check
+    names `reverb.Client`, which imports it); this class before, so that
+    looking at the class imports no TensorFlow. `type(client)` is always
+    this class."""
+    if _reverb_imported():
+      import reverb  # pylint: disable=g-import-not-at-top
+      return reverb.Client
+    return WriterClient
 
   def trajectory_writer(self, num_keep_alive_refs: int, *,
                         validate_items: bool = True) -> Any:

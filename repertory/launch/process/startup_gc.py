@@ -14,13 +14,13 @@ memory.
     ...                    # imports, the nodes built
     startup_gc.resume()    # idempotent; also after `max_seconds`
 
-Paused by node processes of local_mp and ray (`ray_backend`) and by the
+Paused by node processes of local_mp and ray (`ray_node`) and by the
 `repertory.run` command line; resumed by `hosting.NodeHost` once every node
 of the process is built, by the Ray launcher once its nodes' processes
 are created, and by the command line at once when it runs a sweep (whose
 trials are programs of their own). A process that hosts more than a
 program (a test runner, a notebook) is left alone: its garbage would be
-frozen too. The effect on start-up is in BENCHMARKS.md.
+frozen too.
 """
 
 import gc

@@ -161,15 +161,43 @@ class Batcher:
     return [tree.map_structure(lambda x, i=i: x[i], output) for i in range(n)]
 
 
+_SCALARS = (np.generic, int, float, bool)
+
+
+def _numbers(value: Any) -> bool:
+  """A list of numbers (`[x, x + 1]`): stacked whole, as Launchpad does."""
+  return (isinstance(value, list) and bool(value) and
+          all(isinstance(v, _SCALARS) for v in value))
+
+
 def _stack(values: List[Any]) -> Any:
   """One argument of every call, stacked leaf-wise on a new leading axis
-  (arrays and numbers directly: dm-tree costs more than the stacking)."""
+  (arrays and numbers directly: dm-tree costs more than the stacking).
+
+  A list of numbers is one leaf, as under Launchpad: calls with `[x, x + 1]`
+  give a `[B, 2]` array, whatever the batch's size `B`, so that a partial
+  batch has the structure of a full one."""
   first = values[0]
-  if isinstance(first, (np.ndarray, np.generic, int, float, bool)):
+  if isinstance(first, (np.ndarray,) + _SCALARS) or _numbers(first):
     if len(values) == 1:
       return np.array(first)[None]  # A copy, as np.stack makes.
     return np.stack(values)
-  return _tree().map_structure(lambda *xs: np.stack(xs), *values)
+  return _tree().map_structure(lambda *xs: np.stack(xs),
+                               *[_numbers_as_arrays(v) for v in values])
+
+
+def _numbers_as_arrays(value: Any) -> Any:
+  """`value` with its lists of numbers as arrays (leaves for dm-tree)."""
+  if _numbers(value):
+    return np.asarray(value)
+  if isinstance(value, dict):
+    return {k: _numbers_as_arrays(v) for k, v in value.items()}
+  if isinstance(value, tuple):
+    items = [_numbers_as_arrays(v) for v in value]
+    return type(value)(*items) if hasattr(value, '_fields') else tuple(items)
+  if isinstance(value, list):
+    return [_numbers_as_arrays(v) for v in value]
+  return value
 
 
 class _BatchedMethod:

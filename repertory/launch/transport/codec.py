@@ -15,7 +15,10 @@ dtype (bool, integer, float, complex, bytes, str, datetime). A NamedTuple
 or another tuple subclass arrives as a plain tuple, a dict subclass as a
 dict, an object with `__array__` (a TF tensor) as a numpy array; anything
 else is refused when it is encoded. Decoding looks no class up by name and
-calls nothing a message names: there is no pickle here.
+calls nothing a message names: there is no pickle here; an array is made
+only once its shape times its dtype's size equals the bytes the message
+holds for it (no dtype of 0 bytes), so a short message never allocates a
+large array.
 """
 
 import math
@@ -64,6 +67,10 @@ def _check_dtype(dtype: np.dtype) -> None:
     raise TypeError(
         f'the channel carries numpy arrays of dtype kinds {sorted(_KINDS)} '
         f'(no object or structured arrays), got dtype {dtype!r}.')
+  if dtype.itemsize == 0:
+    # ('S0', 'U0'.) numpy makes an array of them with items of 1 byte or
+    # more, so their size could not be checked against the bytes present.
+    raise TypeError(f'the channel carries no dtype of 0 bytes, got {dtype!r}.')
 
 
 def _dtype_header(dtype: np.dtype) -> bytes:
@@ -170,7 +177,7 @@ def _decode_array(data: bytes) -> np.ndarray:
   if len(raw) != count * dtype.itemsize:
     raise CodecError(f'an array of shape {shape} and dtype {dtype} with '
                      f'{len(raw)} bytes of data')
-  if count == 0 or dtype.itemsize == 0:
+  if count == 0:
     return np.zeros(shape, dtype)
   # A copy: the array owns writable memory, as an unpickled one did.
   return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()

@@ -1,5 +1,5 @@
 """IMPALA: config validation, learner and actor by hand, the program in
-test_mt (learner stepped by hand, STYLE.md point 9), and a slow learning
+test_mt (learner stepped by hand), and a slow learning
 test on catch."""
 
 import contextlib

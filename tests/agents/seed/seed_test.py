@@ -1,5 +1,5 @@
 """SEED: config, TensorFlow-free actors, the program in test_mt (learner
-stepped by hand, STYLE.md point 9), placement, and a slow learning test."""
+stepped by hand), placement, and a slow learning test."""
 
 import json
 import os

@@ -354,7 +354,7 @@ def test_ppo_clip_policy_loss_and_gradient_match_reference(epsilon):
   logits = tf.constant(target_logits)
   with tf.GradientTape() as tape:
     tape.watch(logits)
-    out = losses.impala_loss(
+    out = losses.appo_loss(
         logits, actions,
         losses.categorical_log_prob(behaviour_logits, actions), **data,
         ppo_clip=epsilon, mask=mask, entropy_cost=0.0, baseline_cost=0.0)
@@ -375,6 +375,6 @@ def test_ppo_clip_policy_loss_and_gradient_match_reference(epsilon):
 def test_ppo_clip_must_be_positive():
   data, target_logits, behaviour_logits, actions = _impala_inputs(seed=1)
   with pytest.raises(ValueError, match='ppo_clip must be None .* got 0'):
-    losses.impala_loss(target_logits, actions,
-                       losses.categorical_log_prob(behaviour_logits, actions),
-                       **data, ppo_clip=0.0)
+    losses.appo_loss(target_logits, actions,
+                     losses.categorical_log_prob(behaviour_logits, actions),
+                     **data, ppo_clip=0.0)

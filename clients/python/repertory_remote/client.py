@@ -2,7 +2,7 @@
 protobuf and numpy (no TensorFlow, no repertory server code).
 
 ```python
-from repertory.remote import client as remote
+import repertory_remote as remote
 
 agent = remote.Client('127.0.0.1:50051', token='...',
                       specs=remote.Specs((10, 5), 'float32', 3))
@@ -21,9 +21,10 @@ while True:
 One `Client` holds one gRPC session; any number of episodes (from any
 threads) share it. When the session is lost (the service restarted, the
 network failed) the steps of its open episodes raise `SessionLost`; the
-next `episode()` opens a new session (retrying for `connect_timeout_s`).
-A refused handshake (wrong token, other specs) raises `RemoteError` with the
-gRPC status and the service's message at once.
+next `episode()` opens a new session (retrying for `connect_timeout_s`, or
+the `timeout_s` it is given: every thread waiting for that connection gives
+up at its own deadline). A refused handshake (wrong token, other specs)
+raises `RemoteError` with the gRPC status and the service's message at once.
 """
 
 import itertools
@@ -36,8 +37,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence
 import grpc
 import numpy as np
 
-from repertory.remote import environment_pb2 as pb
-from repertory.remote import specs as specs_lib
+from repertory_remote import environment_pb2 as pb
+from repertory_remote import wire as specs_lib
 
 Specs = specs_lib.Specs
 _METHOD = '/repertory.remote.v1.EnvironmentService/'
@@ -128,11 +129,11 @@ class _Session:
     self._requests.put(pb.ClientMessage(step=step).SerializeToString())
 
   def close(self) -> None:
+    """Ends the stream; open episodes see `SessionLost`."""
     self._requests.put(None)
-    try:
-      self._reader.join(timeout=10.0)
-    finally:
-      self._call.cancel()
+    self._reader.join(timeout=1.0)
+    self._call.cancel()
+    self._reader.join(timeout=1.0)
 
 
 def _first(call, timeout_s: float) -> pb.ServerMessage:
@@ -267,15 +268,14 @@ class Client:
     return grpc.secure_channel(
         self.address, grpc.ssl_channel_credentials(self._root_certificates))
 
-  def _connect(self) -> _Session:
-    deadline = time.monotonic() + self.connect_timeout_s
+  def _connect(self, deadline: float) -> _Session:
     delay = 0.05
     while True:
       if self._channel is None:
         self._channel = self._new_channel()
       try:
         session = _Session(self._channel, self._metadata, self._hello,
-                           timeout_s=max(1.0, deadline - time.monotonic()))
+                           timeout_s=max(0.1, deadline - time.monotonic()))
         self.num_connects += 1
         return session
       except SessionLost:
@@ -304,14 +304,29 @@ class Client:
     except grpc.RpcError as e:
       raise RemoteError(e.code(), e.details() or str(e)) from None
 
-  def episode(self) -> Episode:
-    """A new episode, on the current session or (if it was lost) a new one."""
-    with self._lock:
+  def episode(self, timeout_s: Optional[float] = None) -> Episode:
+    """A new episode, on the current session or (if it was lost) a new one.
+
+    Args:
+      timeout_s: the longest this call waits for a session (default
+        `connect_timeout_s`), including the time another thread spends
+        connecting; then it raises `SessionLost`.
+    """
+    timeout = self.connect_timeout_s if timeout_s is None else timeout_s
+    deadline = time.monotonic() + max(timeout, 0.0)
+    if not self._lock.acquire(timeout=max(timeout, 0.0)):
+      raise SessionLost(grpc.StatusCode.DEADLINE_EXCEEDED,
+                        f'no session within {timeout} s (another thread is '
+                        'still connecting)')
+    try:
       if self._session is None or not self._session.alive:
         if self._session is not None:
           self._session.close()
-        self._session = self._connect()
+          self._session = None
+        self._session = self._connect(deadline)
       return Episode(self, self._session, next(self._ids))
+    finally:
+      self._lock.release()
 
   def close(self) -> None:
     with self._lock:

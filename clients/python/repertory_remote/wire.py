@@ -9,7 +9,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from repertory.remote import environment_pb2 as pb
+from repertory_remote import environment_pb2 as pb
 
 # Observation dtypes a remote client may declare.
 DTYPES = ('float32', 'float64', 'uint8', 'int8', 'int32', 'int64', 'bool')

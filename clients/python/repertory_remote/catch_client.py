@@ -4,7 +4,7 @@ The game is written here from bsuite's rules (the same as
 `repertory.environments.catch` and `clients/node/catch.js`), so that this
 process needs only numpy, grpcio and protobuf:
 
-  python -m repertory.remote.catch_client --address_file=runs/x/remote/address \
+  python -m repertory_remote.catch_client --address_file=runs/x/remote/address \
       --seconds=60 --threads=4
 
 It prints one JSON line at the end: episodes, mean return of the last 100,
@@ -21,10 +21,11 @@ from typing import List, Optional
 
 import numpy as np
 
-from repertory.remote import client as client_lib
+from repertory_remote import client as client_lib
 
 ROWS, COLUMNS = 10, 5
 SPECS = client_lib.Specs((ROWS, COLUMNS), 'float32', 3)
+GRACE_S = 2.0  # A step in flight at --seconds may take this much longer.
 
 
 class Catch:
@@ -90,7 +91,14 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
          ) -> None:
   """Plays episodes until the deadline or the episode budget (or, with
   `until_connects`, until that many connections were made and
-  `episodes_after` episodes were played on the last one)."""
+  `episodes_after` episodes were played on the last one). Nothing waits
+  past the deadline by more than `GRACE_S`: connecting gives up at the
+  deadline, a step `GRACE_S` after it."""
+
+  def left() -> float:
+    return min(client.step_timeout_s,
+               max(deadline - time.monotonic(), 0.0) + GRACE_S)
+
   while time.monotonic() < deadline:
     with stats.lock:
       if max_episodes and len(stats.returns) >= max_episodes:
@@ -99,7 +107,7 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
           len(stats.returns) - stats.episodes_at_connect >= episodes_after):
         return
     try:
-      episode = client.episode()
+      episode = client.episode(timeout_s=deadline - time.monotonic())
       with stats.lock:
         if client.server_id not in stats.server_ids:
           stats.server_ids.append(client.server_id)
@@ -108,9 +116,10 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
       start = time.perf_counter()
       if logged:
         action = int(game._rng.randint(3))  # pylint: disable=protected-access
-        episode.step(observation, logged_action=action)
+        episode.step(observation, logged_action=action,
+                     timeout_s=left())
       else:
-        action = episode.step(observation)
+        action = episode.step(observation, timeout_s=left())
       latency = [time.perf_counter() - start]
       total, steps = 0.0, 0
       while True:
@@ -122,14 +131,15 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
           time.sleep(3600)
         start = time.perf_counter()
         if terminal:
-          episode.step(observation, reward, terminal=True)
+          episode.step(observation, reward, terminal=True, timeout_s=left())
           latency.append(time.perf_counter() - start)
           break
         if logged:
           action = int(game._rng.randint(3))  # pylint: disable=protected-access
-          episode.step(observation, reward, logged_action=action)
+          episode.step(observation, reward, logged_action=action,
+                       timeout_s=left())
         else:
-          action = episode.step(observation, reward)
+          action = episode.step(observation, reward, timeout_s=left())
         latency.append(time.perf_counter() - start)
     except client_lib.SessionLost as e:
       with stats.lock:

@@ -1,0 +1,227 @@
+"""Tests of the results page (python -m repertory.results).
+
+Run directories are written with the runner's own writers (rundir's
+attempts, the monitor's CSV logger, results.json as the monitor writes it),
+and one comes from a real short run."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from repertory import experiment
+from repertory import results
+from repertory import rundir
+from repertory.components import loggers
+from repertory.results import page
+from repertory.results import runs as runs_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Final scores of three seeds of impala on catch.
+EVAL = [0.2, 0.5, 0.9]
+TRAIN = [0.1, 0.3, 0.35]
+STEPS = [30_000, 40_000, 50_000]
+
+
+def _write_run(logdir, agent='impala', env='catch', seed=0, eval_return=0.5,
+               train_return=0.4, actor_steps=40_000, learning_rate=1e-3):
+  """A finished run directory, written as `python -m repertory.run` does."""
+  logdir = str(logdir)
+  config = experiment.ExperimentConfig(agent=agent, env=env, seed=seed,
+                                       logdir=logdir)
+  saved = {'agent': {'learning_rate': learning_rate},
+           'experiment': json.loads(json.dumps(dataclasses.asdict(config),
+                                               default=str))}
+  argv = [os.path.join(REPO, 'repertory', 'run.py'), f'--agent={agent}',
+          f'--env={env}', f'--seed={seed}', f'--logdir={logdir}']
+  os.makedirs(logdir, exist_ok=True)
+  attempt = rundir.start_attempt(logdir, saved, argv)
+  progress = loggers.CSVLogger(logdir, 'progress')
+  for i in range(1, 5):
+    steps = actor_steps * i // 4
+    progress.write({'actor_steps': steps, 'learner_steps': i * 10,
+                    'wall_seconds': float(i),
+                    'episode_return_mean': train_return * i / 4})
+    progress.write({'actor_steps': steps, 'learner_steps': i * 10,
+                    'wall_seconds': float(i), 'eval_return_mean':
+                    eval_return * i / 4, 'eval_episodes': 20})
+  progress.close()
+  summary = {'agent': agent, 'env': env, 'seed': seed,
+             'actor_steps': actor_steps, 'episode_return_mean': train_return,
+             'eval_return_mean': eval_return, 'eval_episodes': 20,
+             'wall_seconds': 4.0}
+  with open(os.path.join(logdir, 'results.json'), 'w') as f:
+    f.write(json.dumps(summary, indent=2, sort_keys=True))
+  assert attempt.end() is not None
+  return logdir
+
+
+def _write_seeds(root, **kwargs):
+  for seed, (e, t, s) in enumerate(zip(EVAL, TRAIN, STEPS)):
+    _write_run(root / f'seed{seed}', seed=seed, eval_return=e,
+               train_return=t, actor_steps=s, **kwargs)
+
+
+def _table_rows(text):
+  """The summary table's rows as lists of cells."""
+  lines = text.split('\n')
+  start = lines.index(next(l for l in lines if l.startswith('| task |')))
+  rows = []
+  for line in lines[start + 2:]:
+    if not line.startswith('|'):
+      break
+    rows.append([c.strip() for c in line.strip('|').split('|')])
+  return rows
+
+
+def _cell(values):
+  """mean [low, high] computed independently: numpy and scipy's t."""
+  x = np.array(values)
+  low, high = stats.t.interval(0.95, len(x) - 1, loc=x.mean(),
+                               scale=stats.sem(x))
+  return f'{x.mean():.2f} [{low:.2f}, {high:.2f}]'
+
+
+def _generate(paths, out):
+  return subprocess.run(
+      [sys.executable, '-m', 'repertory.results', *map(str, paths),
+       f'--out={out}'], capture_output=True, text=True, cwd=REPO,
+      timeout=300, check=False)
+
+
+def test_table_numbers_match_an_independent_computation(tmp_path):
+  _write_seeds(tmp_path / 'runs' / 'impala-catch')
+  out = tmp_path / 'page' / 'results.md'
+  results.write([str(tmp_path / 'runs')], str(out), 'the command')
+  text = out.read_text()
+  (row,) = _table_rows(text)
+  assert row[0] == '`catch`' and row[1].startswith('[impala](#catch-impala)')
+  assert row[2] == '3'
+  assert row[3] == _cell(EVAL)
+  assert row[4] == _cell(TRAIN)
+  assert row[5] == '—'  # No published reference for catch.
+  assert row[6] == f'{int(np.mean(STEPS)):,}'
+  assert '![Learning curves on catch](results/catch.png)' in text
+  assert (tmp_path / 'page' / 'results' / 'catch.png').read_bytes()[:8] == (
+      b'\x89PNG\r\n\x1a\n')
+  for seed in range(3):  # Each seed's exact command.
+    logdir = tmp_path / 'runs' / 'impala-catch' / f'seed{seed}'
+    assert (f'python -m repertory.run --agent=impala --env=catch '
+            f'--seed={seed} --logdir={logdir}\n') in text
+
+
+@pytest.mark.parametrize('df', list(range(1, 61)) + [100, 1000])
+def test_t_quantile_matches_scipy(df):
+  assert runs_lib.t_975(df) == pytest.approx(stats.t.ppf(0.975, df),
+                                             abs=1e-5)
+
+
+def test_one_seed_has_no_interval():
+  assert page.score_cell([0.7]) == '0.70 (1 seed)'
+  assert runs_lib.interval([0.7]) == (0.7, None, None)
+
+
+def test_configs_variants_and_references_are_rows_of_their_own(tmp_path):
+  _write_seeds(tmp_path / 'impala-catch')
+  _write_run(tmp_path / 'impala-catch-lr' / 'seed0', learning_rate=3e-3)
+  _write_run(tmp_path / 'apex-breakout' / 'seed0', agent='apex',
+             env='minatar:breakout', eval_return=12.0, train_return=11.0)
+  out = tmp_path / 'results.md'
+  results.write([str(tmp_path)], str(out), 'the command')
+  rows = _table_rows(out.read_text())
+  assert [(r[0], r[1].split('](')[0], r[2], r[5]) for r in rows] == [
+      ('`catch`', '[impala (config.learning_rate=0.001)', '3', '—'),
+      ('`catch`', '[impala (config.learning_rate=0.003)', '1', '—'),
+      ('`minatar:breakout`', '[apex', '1', '17.50'),
+  ]
+  assert rows[2][3] == '12.00 (1 seed)'
+  assert (tmp_path / 'results' / 'minatar-breakout.png').exists()
+  assert runs_lib.reference('minatar:space_invaders') == 185.0
+
+
+def test_same_runs_give_the_same_bytes(tmp_path):
+  _write_seeds(tmp_path / 'runs' / 'impala-catch')
+  _write_run(tmp_path / 'runs' / 'ppo-breakout' / 'seed0', agent='ppo',
+             env='minatar:breakout')
+  out = tmp_path / 'docs' / 'results.md'
+  files = ('results.md', 'results/catch.png', 'results/minatar-breakout.png')
+  first = _generate([tmp_path / 'runs'], out)
+  assert first.returncode == 0, first.stderr
+  before = {f: (tmp_path / 'docs' / f).read_bytes() for f in files}
+  os.remove(tmp_path / 'docs' / 'results' / 'catch.png')
+  second = _generate([tmp_path / 'runs'], out)
+  assert second.returncode == 0, second.stderr
+  assert {f: (tmp_path / 'docs' / f).read_bytes() for f in files} == before
+  header = (f'python -m repertory.results {tmp_path / "runs"} '
+            f'--out={out}')
+  assert header in before['results.md'].decode()
+
+
+def test_unfinished_runs_are_left_out_and_named(tmp_path):
+  _write_run(tmp_path / 'done')
+  os.makedirs(tmp_path / 'killed')
+  rundir.start_attempt(str(tmp_path / 'killed'),
+                       {'agent': {}, 'experiment': {'agent': 'impala',
+                                                    'env': 'catch'}}, ['x'])
+  out = tmp_path / 'results.md'
+  results.write([str(tmp_path)], str(out), 'the command')
+  text = out.read_text()
+  assert len(_table_rows(text)) == 1
+  assert f'- `{tmp_path / "killed"}`' in text.split('## Left out')[1]
+
+
+@pytest.mark.parametrize('case', ['missing', 'empty', 'corrupt', 'out'])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, case):
+  out = tmp_path / 'page' / 'results.md'
+  path = tmp_path / 'runs'
+  if case == 'missing':
+    expected = (f'repertory.results: error: {path} does not exist; pass run '
+                'directories (the --logdir of python -m repertory.run) or '
+                'folders holding them.')
+  elif case == 'empty':
+    os.makedirs(path)
+    expected = ('repertory.results: error: No finished run directories under '
+                f'{path}: pass the --logdir of python -m repertory.run runs, '
+                'or folders holding them.')
+  elif case == 'corrupt':
+    _write_run(path / 'seed0')
+    (path / 'seed0' / 'config.json').write_text('{"agent": ')
+    expected = (f'repertory.results: error: {path / "seed0" / "config.json"} '
+                'is truncated or corrupt')
+  else:
+    _write_run(path / 'seed0')
+    out = tmp_path / 'page' / 'results.txt'
+    expected = (f'repertory.results: error: --out={out} must name a '
+                'Markdown file (.md).')
+  process = _generate([path], out)
+  assert process.returncode == 1
+  assert process.stdout == ''
+  (line,) = process.stderr.strip().split('\n')
+  assert line.startswith(expected), line
+  assert not (tmp_path / 'page').exists()
+
+
+def test_a_real_run_gives_its_command_and_machine(tmp_path):
+  logdir = tmp_path / 'runs' / 'impala-catch' / 'seed3'
+  command = ['--agent=impala', '--env=catch', '--lp_launch_type=local_mt',
+             '--num_actors=1', '--envs_per_actor=4', '--max_actor_steps=2000',
+             '--eval_every_steps=1000', '--eval_episodes=2', '--seed=3',
+             f'--logdir={logdir}']
+  subprocess.run([sys.executable, '-m', 'repertory.run', *command],
+                 cwd=REPO, check=True, timeout=600, capture_output=True)
+  out = tmp_path / 'results.md'
+  results.write([str(tmp_path / 'runs')], str(out), 'the command')
+  text = out.read_text()
+  with open(logdir / 'results.json') as f:
+    final = json.load(f)
+  (row,) = _table_rows(text)
+  assert row[3] == f'{final["eval_return_mean"]:.2f} (1 seed)'
+  assert row[6] == f'{final["actor_steps"]:,}'
+  assert 'python -m repertory.run ' + ' '.join(command) + '\n' in text
+  seed_row = next(l for l in text.split('\n') if l.startswith('| 3 |'))
+  assert seed_row.split('|')[-2].strip().startswith(f'{os.cpu_count()}, ')
