@@ -80,7 +80,7 @@ class ExperimentConfig:
     eval_fraction: evaluation plays at most this share of the training
       steps, in whole episodes (at least one): each periodic evaluation of
       the steps since the previous one, the final one of the budget. Its
-      steps are counted apart (`eval_steps`), never from the budget.
+      steps are counted apart (`evaluation_steps`), never from the budget.
     seed: base seed; actor i's environment j gets a seed derived from it.
     logdir: where logs, checkpoints and results.json go.
     launch_type: recorded in results.json.

@@ -7,8 +7,9 @@ episodes those steps finished, in one call (`lease_steps`, through
 `evaluation.ActorReporter`); an evaluator node (`PeriodicEvaluator`)
 reports evaluations (`record_evaluation`), taking the weights of an exact
 step (`wait_for_evaluation_point`). Every count lives in the shared
-`Counter`: the monitor adds `actor_steps`, `episodes` and `eval_steps`
-(periodic evaluation steps, apart from the training steps); learners add
+`Counter`: the monitor adds `actor_steps`, `episodes` and
+`evaluation_steps` (all periodic evaluations' steps, apart from the
+training steps; each evaluation row has its own `eval_steps`); learners add
 `learner_steps`, `policy_lag_sum`, `policy_lag_items` and `dropped_stale`.
 
 Its `run()` loop writes a progress row (`progress.py`) every
@@ -220,7 +221,7 @@ class RunMonitor:
                         final: bool = False) -> None:
     """Records an evaluation (`EvaluationResult.as_dict('eval')`) of the
     weights current at `actor_steps` (`final`: the last one, of the final
-    weights). A periodic evaluation's steps are counted as `eval_steps`."""
+    weights). A periodic one's steps are counted as `evaluation_steps`."""
     if self._finishing.is_set() and not final:
       return  # An evaluation that ran past the end of the run.
     row = {'actor_steps': int(actor_steps),
@@ -228,7 +229,7 @@ class RunMonitor:
            'wall_seconds': time.time() - self._start}
     row.update(evaluation)
     if not final and row.get('eval_steps'):
-      self._counter.increment(eval_steps=int(row['eval_steps']))
+      self._counter.increment(evaluation_steps=int(row['eval_steps']))
     with self._lock:
       self._evaluation = dict(row)
       if not final:
@@ -250,7 +251,7 @@ class RunMonitor:
           'actor_steps': actor_steps,
           'learner_steps': int(counts.get('learner_steps', 0)),
           'episodes': int(counts.get('episodes', 0)),
-          'eval_steps': int(counts.get('eval_steps', 0)),
+          'evaluation_steps': int(counts.get('evaluation_steps', 0)),
           'wall_seconds': wall,
           'actor_steps_per_second': actor_steps / max(wall, 1e-9),
           'episode_return_mean': (float(np.mean(self._returns))

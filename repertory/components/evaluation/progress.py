@@ -174,8 +174,8 @@ class ProgressFiles:
         f'return(last {RECENT_EPISODES})={summary["episode_return_mean"]:.3f} '
         f'policy_lag={summary["policy_lag_recent"]:.2f} '
         f'dropped={summary["dropped_stale"]}'
-        + (f' eval_steps={summary["eval_steps"]}'
-           if summary.get('eval_steps') else '')
+        + (f' evaluation_steps={summary["evaluation_steps"]}'
+           if summary.get('evaluation_steps') else '')
         + (f' {tables}' if tables else ''))
 
   def _line(self, text: str) -> None:

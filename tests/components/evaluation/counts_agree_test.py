@@ -51,7 +51,8 @@ def test_every_output_of_one_run_holds_the_same_counts(tmp_path):
     lines = [l for l in f if ' actor_steps=' in l and '[' in l]
 
   assert 6_000 <= results['actor_steps'] < 6_000 + ENVS
-  for key in ('actor_steps', 'learner_steps', 'episodes', 'eval_steps'):
+  for key in ('actor_steps', 'learner_steps', 'episodes',
+              'evaluation_steps'):
     assert counts[key] == results[key], key
     assert int(last[key]) == results[key], key
   assert len(episodes) == results['episodes'] > 0
@@ -81,4 +82,4 @@ def test_every_output_of_one_run_holds_the_same_counts(tmp_path):
     assert int(row['eval_steps']) <= 0.1 * EVERY
   versions = [int(r['eval_policy_version']) for r in periodic]
   assert versions == sorted(versions)
-  assert results['eval_steps'] == sum(int(r['eval_steps']) for r in periodic)
+  assert results['evaluation_steps'] == sum(int(r['eval_steps']) for r in periodic)
