@@ -71,11 +71,18 @@ class ExperimentConfig:
     stop_evaluations: how many periodic evaluations in a row must reach
       `stop_at_return` before the run stops (one lucky evaluation of a
       policy that is not yet reliable does not end the run).
-    eval_episodes: evaluation episodes played with the final weights and at
-      each periodic evaluation.
+    eval_episodes: evaluation episodes of each periodic evaluation (at most:
+      see `eval_fraction`).
+    final_eval_episodes: evaluation episodes played with the final weights
+      (at most: see `eval_fraction`).
     eval_every_steps: a greedy evaluation of the learner's weights every
-      this many actor steps, by an evaluator node (0: not by steps).
+      this many actor steps, by an evaluator node (0: not by steps); the
+      weights of that exact step, within one batched actor step.
     eval_every_seconds: ... and/or every this many seconds (0: not by time).
+    eval_fraction: evaluation plays at most this share of the training
+      steps, in whole episodes (at least one): each periodic evaluation of
+      the steps since the previous one, the final one of the budget. Its
+      steps are counted apart (`evaluation_steps`), never from the budget.
     seed: base seed; actor i's environment j gets a seed derived from it.
     logdir: where logs, checkpoints and results.json go.
     launch_type: recorded in results.json.
@@ -102,8 +109,10 @@ class ExperimentConfig:
   stop_at_return: Union[float, str, None] = 'auto'
   stop_evaluations: int = 2
   eval_episodes: int = 20
+  final_eval_episodes: int = 100
   eval_every_steps: int = 20_000
   eval_every_seconds: float = 0.0
+  eval_fraction: float = 0.1
   seed: int = 0
   logdir: str = ''
   launch_type: str = 'local_mt'
@@ -117,7 +126,7 @@ class ExperimentConfig:
 
   def __post_init__(self):
     for name in ('num_actors', 'envs_per_actor', 'max_actor_steps',
-                 'eval_episodes', 'stop_evaluations'):
+                 'eval_episodes', 'final_eval_episodes', 'stop_evaluations'):
       if getattr(self, name) < 1:
         raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}.')
     if self.actor_processes < 0:
@@ -132,6 +141,9 @@ class ExperimentConfig:
       raise ValueError('eval_every_steps and eval_every_seconds must be >= 0, '
                        f'got {self.eval_every_steps} and '
                        f'{self.eval_every_seconds}.')
+    if not 0 < self.eval_fraction <= 1:
+      raise ValueError('eval_fraction must be in (0, 1], got '
+                       f'{self.eval_fraction}.')
     if not self.logdir:
       stamp = time.strftime('%Y%m%d-%H%M%S')
       self.logdir = os.path.join('runs', f'{self.agent}-{stamp}')
@@ -231,7 +243,8 @@ def add_monitor(program: launch.Program,
         logdir=experiment.logdir,
         max_actor_steps=experiment.max_actor_steps,
         stop_at_return=experiment.stop_at_return,
-        eval_episodes=experiment.eval_episodes,
+        eval_episodes=experiment.final_eval_episodes,
+        eval_fraction=experiment.eval_fraction,
         metadata=metadata,
         replay=replay,
         progress_every_seconds=experiment.progress_every_seconds,
@@ -244,7 +257,8 @@ def add_monitor(program: launch.Program,
           make_environment, make_eval_actor, variable_source,
           num_episodes=experiment.eval_episodes,
           every_steps=experiment.eval_every_steps,
-          every_seconds=experiment.eval_every_seconds))
+          every_seconds=experiment.eval_every_seconds,
+          eval_fraction=experiment.eval_fraction))
   return monitor
 
 

@@ -1,6 +1,8 @@
-"""kill -9 an actor's process in a running local_mp IMPALA program: it is
-restarted, writes again, and the learner keeps stepping on whole unrolls."""
+"""kill -9 an actor's process in a running IMPALA program: it is restarted,
+writes again, the learner keeps stepping on whole unrolls, and the run still
+ends at exactly its step budget (local_mp and a loopback Ray cluster)."""
 
+import json
 import os
 import signal
 from typing import List
@@ -81,3 +83,57 @@ def test_killed_actor_is_restarted_and_the_learner_steps_on(tmp_path):
     launched.stop(timeout=180)  # Re-raises a node's failure.
   # Processes Ray is still tearing down may take a few seconds to exit.
   wait_for(lambda: not node_pids(nodes), 'every node process to exit', 30)
+
+
+def _run_and_kill_an_actor(tmp_path, launch_type: str, max_actor_steps: int):
+  """Runs IMPALA on catch to its budget, kill -9 of actor_0 once the
+  learner has stepped; returns results.json and counts.json."""
+  config = impala.Config(unroll_length=10, batch_size=4, max_queue_size=16,
+                         hidden_sizes=(32,))
+  experiment = experiment_lib.ExperimentConfig(
+      num_actors=2, envs_per_actor=4, max_actor_steps=max_actor_steps,
+      stop_at_return='never', eval_every_steps=0, final_eval_episodes=5,
+      logdir=str(tmp_path), launch_type=launch_type,
+      checkpoint=checkpointing.CheckpointSettings(
+          every_minutes=None, replay_every_minutes=None))
+  program = impala.make_program(config, experiment)
+  nodes = str(tmp_path / 'nodes')
+  launched = launch.launch(program, launch_type=launch_type, logdir=nodes,
+                           block=False, max_restarts={'actor': 2})
+  try:
+    counter = program.groups['counter'][0].create_handle().dereference()
+    wait_for(lambda: counter.get_counts().get('learner_steps', 0) >= 3,
+             'the learner to step', 300)
+    assert counter.get_counts().get('actor_steps', 0) < max_actor_steps
+    (pid,) = node_pids(nodes, 'actor_0')
+    os.kill(pid, signal.SIGKILL)
+    assert launched.wait(timeout=400), 'the run did not end'
+  finally:
+    launched.stop(timeout=180)
+  with open(tmp_path / 'results.json') as f:
+    results = json.load(f)
+  with open(tmp_path / 'counts.json') as f:
+    counts = json.load(f)
+  return results, counts
+
+
+def _check_ends_at_its_budget(results, counts, limit):
+  # Exactly the budget, up to the rounding of one batched step (4 envs).
+  assert limit <= results['actor_steps'] < limit + 4, results
+  assert counts['actor_steps'] == results['actor_steps']
+  assert counts['learner_steps'] == results['learner_steps']
+
+
+@pytest.mark.slow
+def test_a_killed_actor_leaves_no_budget_behind_local_mp(tmp_path):
+  results, counts = _run_and_kill_an_actor(tmp_path, 'local_mp', 60_000)
+  _check_ends_at_its_budget(results, counts, 60_000)
+
+
+@pytest.mark.slow
+def test_a_killed_actor_leaves_no_budget_behind_on_ray(tmp_path):
+  from repertory.launch.backends import local_ray  # pylint: disable=g-import-not-at-top
+  with testing.loopback_ray_cluster(num_cpus=4) as cluster:
+    local_ray.connect(cluster.address)
+    results, counts = _run_and_kill_an_actor(tmp_path, 'ray', 60_000)
+  _check_ends_at_its_budget(results, counts, 60_000)

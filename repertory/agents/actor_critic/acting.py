@@ -57,6 +57,11 @@ class EvalActor(core.Actor):
     if self._client.variables:
       self._policy.set_weights(self._client.params)
 
+  @property
+  def version(self) -> int:
+    """The version of the weights it acts with (what evaluations name)."""
+    return self._client.version
+
 
 def make_eval_actor(config: config_lib.ActorCriticConfig, spec: Any,
                     variable_source: Any) -> EvalActor:

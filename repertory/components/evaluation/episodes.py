@@ -16,6 +16,8 @@ from repertory import launch
 REPORT_INTERVAL_S = 0.25
 # About how many seconds of steps an actor reserves per call to the budget.
 BUDGET_CHUNK_S = 0.25
+# How often an actor that got no steps while some are still out asks again.
+RETRY_S = 0.5
 
 _FIRST = 0  # dm_env.StepType.FIRST
 _MID = 1    # dm_env.StepType.MID
@@ -109,33 +111,53 @@ class ActorReporter:
     """True if the actor may take `num_steps` more steps (one batched step).
 
     Blocks for one call to the monitor when the local allowance is spent.
-    Once the budget is spent it returns False: inside a launched program
-    only after the program is stopping (the actor has nothing left to do).
+    When nothing is granted while steps are still out (other actors hold
+    them, or an evaluation holds the budget at its step) it asks again every
+    `RETRY_S` inside a launched program, until the program stops (the
+    monitor stops it once the budget is spent): then it returns False.
+    Outside a launched program it returns False at the first refusal.
     Without a monitor it always returns True.
     """
     if self._monitor is None:
       return True
     if self._allowance < num_steps:
-      first = not self._budgeted
-      self._budgeted = True
-      now = time.monotonic()
-      if self._used and now > self._last_acquire:  # Ask for ~BUDGET_CHUNK_S.
-        rate = self._used / (now - self._last_acquire)
-        self._chunk = int(rate * BUDGET_CHUNK_S)
-      wanted = max(self._chunk, num_steps * 4) - self._allowance
-      granted = self._monitor.acquire_steps(self._holder, self._used, wanted,
-                                            first)
-      self._last_acquire = now
-      self._used = 0
-      self._allowance += int(granted)
+      self._ask(num_steps)
+      if self._allowance <= 0 and launch.get_launch_type() is not None:
+        stop = launch.stop_event()
+        while self._allowance <= 0 and not stop.wait(RETRY_S):
+          self._ask(num_steps)
       if self._allowance <= 0:
         self.flush()
-        if launch.get_launch_type() is not None:
-          launch.stop_event().wait()  # The monitor stops the program.
         return False
     self._used += num_steps  # The last grant may be short of a whole step.
     self._allowance = max(self._allowance - num_steps, 0)
     return True
+
+  def _ask(self, num_steps: int) -> None:
+    """One call to the monitor: reports the steps used and the episodes
+    finished since the last, asks for about `BUDGET_CHUNK_S` of steps (whole
+    batched steps); the allowance becomes what the monitor says it holds."""
+    first = not self._budgeted
+    self._budgeted = True
+    now = time.monotonic()
+    if self._used and now > self._last_acquire:  # Ask for ~BUDGET_CHUNK_S.
+      rate = self._used / (now - self._last_acquire)
+      self._chunk = int(rate * BUDGET_CHUNK_S)
+    wanted = max(self._chunk, num_steps * 4) - self._allowance
+    wanted = max(-(-wanted // num_steps) * num_steps, 0)
+    returns, lengths = self._take_episodes()
+    granted, held = self._monitor.lease_steps(
+        self._holder, self._used, wanted, first, returns, lengths)
+    # `held` is short of ours if the lease expired (the steps went back to
+    # the budget); ours is short of `held` while a flush is on its way.
+    self._allowance = min(self._allowance + int(granted), int(held))
+    self._last_acquire = now
+    self._used = 0
+
+  def _take_episodes(self) -> Tuple[List[float], List[int]]:
+    out = (self._returns, self._lengths)
+    self._returns, self._lengths = [], []
+    return out
 
   def report(self, steps: int, returns: List[float],
              lengths: List[int]) -> None:
@@ -146,12 +168,15 @@ class ActorReporter:
       self.flush()
 
   def flush(self) -> None:
-    """Sends the pending steps and episodes now (and, under a budget, the
-    steps used since the last call to the monitor)."""
+    """Sends the pending steps and episodes now (under a budget, with the
+    steps used since the last call to the monitor, in one call: the monitor
+    counts a step's episodes with it)."""
     self._last_send = time.monotonic()
     if self._budgeted:
-      if self._used:
-        self._monitor.futures.acquire_steps(self._holder, self._used, 0, False)
+      if self._used or self._returns:
+        returns, lengths = self._take_episodes()
+        self._monitor.futures.acquire_steps(self._holder, self._used, 0,
+                                            False, returns, lengths)
         self._used = 0
     elif self._counter is not None and self._steps:
       self._counter.futures.increment(actor_steps=self._steps)

@@ -60,7 +60,7 @@ class LearnerHost(host_serving.ServingHost):
                checkpoint: Optional[checkpointing.CheckpointSettings] = None,
                checkpoint_dir: Optional[str] = None,
                snapshot_dir: Optional[str] = None,
-               log_every: int = 1, count_every_seconds: float = 1.0,
+               log_every: int = 1, count_every_seconds: float = 0.25,
                train: bool = True, pull: bool = True,
                one_version_per_step: bool = False):
     if not isinstance(log_every, int) or log_every < 1:
@@ -76,6 +76,7 @@ class LearnerHost(host_serving.ServingHost):
     super().__init__(algorithm, checkpoint, checkpoint_dir, snapshot_dir)
     self._last_log = (time.monotonic(), self._steps)  # Resumed: not 0.
     self._logged = False  # The first update is logged whatever log_every.
+    self._halted = False  # `halt()`: no more steps; serving goes on.
 
   @classmethod
   def in_logdir(cls, algorithm: Algorithm, logdir: Optional[str],
@@ -97,6 +98,9 @@ class LearnerHost(host_serving.ServingHost):
     returns its `status()` instead."""
     if not self._pull:
       return self.status()
+    if self._halted:
+      time.sleep(0.1)  # The run is finishing; the program stops soon.
+      return None
     data = self._algorithm.fetch(self._store.version)
     return None if data is None else self.update(*data)
 
@@ -105,7 +109,7 @@ class LearnerHost(host_serving.ServingHost):
     publish, checkpoint or roll back, count, log. Actors of a push-based
     algorithm call it with their data (`pull=False`)."""
     with self._lock():  # One update at a time; none after the final save.
-      if self._guard is not None and self._guard.stopped:
+      if self._halted or (self._guard is not None and self._guard.stopped):
         time.sleep(0.1)  # The program is stopping; run() ends soon.
         return None
       update = self._algorithm.step(self._store.version, *data)
@@ -145,6 +149,15 @@ class LearnerHost(host_serving.ServingHost):
     if (self._one_version_per_step and update.applied is False and
         not rolled_back):
       publish()  # Unchanged weights, as the next version.
+
+  def halt(self) -> Dict[str, int]:
+    """Stops stepping (the run is finishing; weights are still served)
+    and sends the last counts; returns {'learner_steps', 'version'} as
+    they stay: what the run's results record."""
+    with self._lock():  # After the update in progress, if any.
+      self._halted = True
+    self.flush_counts()
+    return {'learner_steps': self._steps, 'version': self._store.version}
 
   def flush_counts(self) -> None:
     """Sends the counts not sent yet and waits until every count sent so far

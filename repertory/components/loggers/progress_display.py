@@ -13,7 +13,9 @@ and on a terminal::
 `ProgressDisplay.show(line)` prints them as they are (to stdout), or, when
 stderr is a terminal, moves a bar (percentage of the actor-step budget,
 rate, ETA) to the line's `actor_steps` with the other figures beside it, and
-prints the other lines (evaluations, results) above the bar::
+prints the other lines (evaluations, results) above the bar; an evaluation
+line moves the bar to its `actor_steps` too. The monitor writes a progress
+line every few seconds and each time another 5% of the budget is spent::
 
   display = ProgressDisplay(total=100_000, initial=resumed_steps)
   for line in lines:
@@ -27,6 +29,8 @@ from typing import IO, Optional
 
 _PROGRESS = re.compile(r'^\[\s*[\d.]+s\] actor_steps=(\d+) \[[^]]*\] '
                        r'\(\d+/s\) (.*)$')
+# Other lines that say where the run is (evaluations).
+_AT_STEPS = re.compile(r'^\[\s*[\d.]+s\] evaluation at actor_steps=(\d+):')
 
 
 def interactive(stream: Optional[IO[str]] = None) -> bool:
@@ -86,11 +90,21 @@ class ProgressDisplay:
     match = _PROGRESS.match(line)
     if match is None:
       self._bar.write(line, file=self._out)
+      at = _AT_STEPS.match(line)
+      if at is not None:
+        self._move(int(at.group(1)))
+        self._bar.refresh()
       return
-    steps = min(int(match.group(1)), self._bar.total)
-    if steps > self._bar.n:
-      self._bar.update(steps - self._bar.n)
+    self._move(int(match.group(1)))
     self._bar.set_postfix_str(_figures(match.group(2)), refresh=True)
+
+  def _move(self, steps: int) -> None:
+    """Puts the bar at `steps` (never back); tqdm's own `update` skips
+    redrawing between its adaptive `miniters`, so `n` is set directly."""
+    steps = min(steps, self._bar.total)
+    if steps > self._bar.n:
+      self._bar.n = steps
+      self._bar.last_print_n = steps
 
   def close(self) -> None:
     if self._bar is not None:

@@ -79,3 +79,41 @@ def test_bad_arguments():
     StepsBudget(-1)
   with pytest.raises(ValueError, match='used and wanted'):
     StepsBudget(10).acquire('a', -1, 0)
+
+
+def test_a_holder_back_after_its_lease_is_told_what_it_holds():
+  budget = StepsBudget(100, lease_seconds=0.05)
+  assert budget.lease('frozen', 0, 60) == (60, 60)
+  time.sleep(0.1)
+  assert budget.lease('alive', 0, 100) == (100, 100)  # The 60 came back.
+  assert budget.returned == 60
+  # The frozen holder reports 20 used: counted, and it holds nothing now.
+  assert budget.lease('frozen', 20, 10) == (0, 0)
+  assert budget.counted == 20
+
+
+def test_a_hold_stops_grants_at_its_step_until_released():
+  budget = StepsBudget(1_000)
+  budget.hold_at(100)
+  assert budget.acquire('a', 0, 64) == 64
+  assert budget.acquire('b', 0, 64) == 36      # Up to the hold only.
+  assert budget.acquire('a', 64, 64) == 0
+  assert not budget.wait_for(100, timeout=0.05)
+  assert budget.acquire('b', 36, 0) == 0
+  assert budget.wait_for(100, timeout=0.05) and budget.counted == 100
+  released = threading.Timer(0.1, budget.release)
+  released.start()
+  assert budget.wait_for_release(timeout=10)
+  assert budget.acquire('a', 0, 64) == 64
+  assert not budget.wait_for_release(timeout=10)  # No hold: at once.
+
+
+def test_settled_once_every_reservation_is_reported():
+  budget = StepsBudget(100, lease_seconds=0.2)
+  budget.acquire('a', 0, 30)
+  budget.acquire('dead', 0, 30)
+  assert budget.outstanding() == 60
+  assert not budget.wait_settled(timeout=0.05)
+  budget.acquire('a', 30, 0)
+  assert budget.wait_settled(timeout=5)  # 'dead' expired meanwhile.
+  assert budget.counted == 30 and budget.returned == 30

@@ -114,7 +114,7 @@ def _monitor(tmp_path, counter, **kwargs):
                                                    seed=3),
                 make_eval_actor=functools.partial(FixedActor, 1),
                 variable_source=None, logdir=str(tmp_path),
-                max_actor_steps=100, eval_episodes=3,
+                max_actor_steps=100, eval_episodes=3, eval_fraction=None,
                 metadata={'agent': 'test'}, progress_every_seconds=0.05)
   values.update(kwargs)
   return evaluation.RunMonitor(**values)

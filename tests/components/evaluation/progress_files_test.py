@@ -51,7 +51,7 @@ def test_monitor_stops_the_program_and_writes_its_files(tmp_path):
       monitor_lib.RunMonitor, counter=counter,
       make_environment=lambda: environments.make('catch', seed=0),
       make_eval_actor=_FirstActionActor, variable_source=None,
-      logdir=str(tmp_path), max_actor_steps=100, eval_episodes=3,
+      logdir=str(tmp_path), max_actor_steps=100, eval_episodes=3, eval_fraction=None,
       metadata={'agent': 'none'}, progress_every_seconds=0.1))
   program.add_node(launch.PyNode(_worker, counter, monitor))
   launch.launch(program, launch_type='local_mt')
