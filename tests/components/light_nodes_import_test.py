@@ -27,8 +27,8 @@ def test_counter_and_monitor_work_without_tensorflow(tmp_path):
       counter.increment(actor_steps=12)
       monitor.record_episodes(returns=[3.0], lengths=[12])
       summary = monitor.summary()
-      monitor._progress_csv.write(summary)  # progress.csv (+ TensorBoard).
-      monitor._progress_csv.close()
+      monitor._files.progress(summary)  # progress.csv (+ TensorBoard).
+      monitor._files.close()
       env = environments.make('catch', seed=0)
       env.reset()
       print('COUNTS', counter.get_counts()['actor_steps'],

@@ -18,7 +18,8 @@ TINY = dict(unroll_length=5, batch_size=2, max_queue_size=8, hidden_sizes=(16,))
 
 def _experiment(tmp_path, **kwargs):
   values = dict(agent='a2c', env='catch', num_actors=2, envs_per_actor=2,
-                max_actor_steps=10_000_000, eval_episodes=2,
+                max_actor_steps=10_000_000, eval_episodes=2, final_eval_episodes=2,
+                eval_fraction=1.0,
                 logdir=str(tmp_path), launch_type='test_mt',
                 progress_every_seconds=0.5)
   values.update(kwargs)
@@ -104,6 +105,7 @@ def test_command_line_runs_to_its_budget_with_the_built_in_flags(
       [sys.executable, example_path('custom_agent'),
        '--lp_launch_type=local_mt', '--env=catch', '--num_actors=2',
        '--envs_per_actor=2', '--max_actor_steps=300', '--eval_episodes=2',
+       '--final_eval_episodes=2', '--eval_fraction=1',
        '--seed=1', f'--logdir={logdir}', '--config.unroll_length=5',
        '--config.batch_size=2', '--config.max_queue_size=8',
        '--config.hidden_sizes=16'],

@@ -117,14 +117,16 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                                  experiment.eval_seed)
   metadata = dict(kwargs.get('metadata') or {}, league=matchmaking,
                   env=environments_name(experiment.env))
+  # Games, not a share of the budget: chance is excluded only over enough.
   games = max(kwargs.get('eval_episodes') or 0, MIN_EVAL_GAMES)
   monitor.configure(*args, **dict(kwargs, make_environment=evaluation,
-                                  metadata=metadata, eval_episodes=games))
+                                  metadata=metadata, eval_episodes=games,
+                                  eval_fraction=None))
   for node in program.groups.get('evaluator', []):
     if getattr(node, '_ctor', None) is evaluator_lib.PeriodicEvaluator:
       args, kwargs = node.arguments()
       node.configure(*(args[:2] + (evaluation,) + args[3:]),
-                     **dict(kwargs, num_episodes=games))
+                     **dict(kwargs, num_episodes=games, eval_fraction=None))
   league.configure(directory, learner, make_eval_actor,
                    matchmaking=matchmaking,
                    snapshot_every_versions=snapshot_every_versions,

@@ -5,6 +5,8 @@ reads them: every node's tags under its own name, keyed by actor steps and
 import csv
 import os
 
+import pytest
+
 from tensorboard.backend.event_processing import event_accumulator
 
 from repertory import experiment as experiment_lib
@@ -64,8 +66,13 @@ def test_every_node_has_its_event_files_tags_and_steps(tmp_path):
     scalars = _scalars(os.path.join(board, subdir))
     assert {'evaluator/return_mean', 'evaluator/return_std',
             'evaluator/length_mean'} <= set(scalars)
-    assert scalars['evaluator/return_mean'] == [
-        (int(r[key]), float(r['eval_return_mean'])) for r in evaluations]
+    expected = [(int(r[key]), float(r['eval_return_mean']))
+                for r in evaluations]
+    got = scalars['evaluator/return_mean']
+    assert [s for s, _ in got] == [s for s, _ in expected]
+    # TensorBoard keeps float32: equal to its precision.
+    assert [v for _, v in got] == pytest.approx([v for _, v in expected],
+                                                rel=1e-6)
 
   # The learner's: by its own step count (not the row index), which its
   # rows also carry as learner/steps.
