@@ -17,6 +17,7 @@ the learner's process (a `MultiThreadingColocation`, group 'learner');
 
 import dataclasses
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -66,29 +67,8 @@ def make_program(config: config_lib.Config,
   learner = learner_node.create_handle()
   num_servers = 0 if remote else config.num_inference_servers
   server_nodes = [
-      launch.CourierNode(
-          inference.InferenceServer,
-          make_policy=functools.partial(
-              launch.lazy('repertory.agents.seed.networks:make_policy'),
-              config, spec, seed=experiment.seed + s),
-          variable_source=learner,
-          replay=replay,
-          table=TABLE,
-          unroll_length=config.unroll_length,
-          envs_per_actor=envs_per_call,  # An actor's group is the server's actor.
-          max_batch_size=config.batch_size_for(experiment.num_actors, s),
-          batch_timeout_ms=config.batch_timeout_ms,
-          variable_update_period=config.variable_update_period,
-          variable_name=_POLICY,
-          environment_spec=specs.EnvironmentSpec(
-              spec.observations, spec.actions, None, None),
-          extras_spec={'logits': np.zeros((num_actions,), np.float32)},
-          core_state_spec=core_state_spec,
-          seed=experiment.seed,
-          batched_items=config.batched_items,
-          colocated_variable_source=config.inference_placement == 'learner',
-          weights_transport=config.weights_transport)
-      for s in range(num_servers)]
+      _server_node(config, spec, experiment, learner, replay, envs_per_call,
+                   core_state_spec, s) for s in range(num_servers)]
   if config.inference_placement == 'learner':
     with program.group('learner'):
       handles = program.add_node(
@@ -123,3 +103,33 @@ def make_program(config: config_lib.Config,
           monitor=monitor, transport=config.inference_transport,
           env_groups=config.env_groups))
   return program
+
+
+def _server_node(config: config_lib.Config, spec: specs.EnvironmentSpec,
+                 experiment: experiment_lib.ExperimentConfig, learner: Any,
+                 replay: Any, envs_per_call: int, core_state_spec: Any,
+                 index: int) -> launch.CourierNode:
+  """The `index`-th inference server: an actor's group is its actor."""
+  num_actions = specs.num_actions(spec.actions)
+  return launch.CourierNode(
+      inference.InferenceServer,
+      make_policy=functools.partial(
+          launch.lazy('repertory.agents.seed.networks:make_policy'),
+          config, spec, seed=experiment.seed + index),
+      variable_source=learner,
+      replay=replay,
+      table=TABLE,
+      unroll_length=config.unroll_length,
+      envs_per_actor=envs_per_call,
+      max_batch_size=config.batch_size_for(experiment.num_actors, index),
+      batch_timeout_ms=config.batch_timeout_ms,
+      variable_update_period=config.variable_update_period,
+      variable_name=_POLICY,
+      environment_spec=specs.EnvironmentSpec(
+          spec.observations, spec.actions, None, None),
+      extras_spec={'logits': np.zeros((num_actions,), np.float32)},
+      core_state_spec=core_state_spec,
+      seed=experiment.seed,
+      batched_items=config.batched_items,
+      colocated_variable_source=config.inference_placement == 'learner',
+      weights_transport=config.weights_transport)
