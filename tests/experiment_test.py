@@ -34,8 +34,8 @@ def test_environment_spec_of_a_spec_string_and_of_a_factory():
 def test_impala_runs_on_a_factory_and_records_its_name(tmp_path):
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env=make_small_catch, num_actors=1, envs_per_actor=2,
-      max_actor_steps=200, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0, logdir=str(tmp_path),
+      max_actor_steps=200, eval_episodes=2,
+      final_eval_episodes=2, eval_fraction=1.0, logdir=str(tmp_path),
       launch_type='test_mt', progress_every_seconds=0.5)
   config = impala.Config(unroll_length=4, batch_size=2, hidden_sizes=(16,),
                          max_queue_size=8)
@@ -57,8 +57,8 @@ def test_impala_stops_exactly_at_its_budget_and_evaluates_periodically(
   num_actors, envs, budget = 2, 3, 6_001
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env='catch', num_actors=num_actors,
-      envs_per_actor=envs, max_actor_steps=budget, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0,
+      envs_per_actor=envs, max_actor_steps=budget, eval_episodes=2,
+      final_eval_episodes=2, eval_fraction=1.0,
       eval_every_steps=1_000, logdir=str(tmp_path), launch_type='test_mt',
       progress_every_seconds=0.5,
       stop_at_return=None)  # The budget ends it (a solve could come first).

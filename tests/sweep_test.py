@@ -15,7 +15,7 @@ from repertory.agents import impala
 
 TINY = ('--lp_launch_type=local_mt', '--num_actors=1', '--envs_per_actor=2',
         '--max_actor_steps=200', '--eval_episodes=2',
-       '--final_eval_episodes=2', '--eval_fraction=1',
+        '--final_eval_episodes=2', '--eval_fraction=1',
         '--config.unroll_length=5', '--config.batch_size=2',
         '--config.max_queue_size=8', '--config.hidden_sizes=16')
 
@@ -98,8 +98,8 @@ def test_a_tune_trial_s_output_goes_to_its_file_run_after_run(tmp_path):
 def test_run_experiment_returns_results_and_progress(tmp_path, capsys):
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env='catch', num_actors=1, envs_per_actor=2,
-      max_actor_steps=300, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0, eval_every_steps=100,
+      max_actor_steps=300, eval_episodes=2,
+      final_eval_episodes=2, eval_fraction=1.0, eval_every_steps=100,
       logdir=str(tmp_path), launch_type='test_mt',
       progress_every_seconds=0.2)
   config = impala.Config(unroll_length=4, batch_size=2, hidden_sizes=(16,),

@@ -18,8 +18,8 @@ TINY = dict(unroll_length=5, batch_size=2, max_queue_size=8, hidden_sizes=(16,))
 
 def _experiment(tmp_path, **kwargs):
   values = dict(agent='a2c', env='catch', num_actors=2, envs_per_actor=2,
-                max_actor_steps=10_000_000, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0,
+                max_actor_steps=10_000_000, eval_episodes=2,
+                final_eval_episodes=2, eval_fraction=1.0,
                 logdir=str(tmp_path), launch_type='test_mt',
                 progress_every_seconds=0.5)
   values.update(kwargs)

@@ -65,8 +65,8 @@ def test_impala_trains_on_the_registered_environment_in_test_mt(
   from repertory.agents import impala  # pylint: disable=g-import-not-at-top
   experiment = experiment_lib.ExperimentConfig(
       agent='impala', env='corridor', num_actors=2, envs_per_actor=2,
-      max_actor_steps=400, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0, logdir=str(tmp_path),
+      max_actor_steps=400, eval_episodes=2,
+      final_eval_episodes=2, eval_fraction=1.0, logdir=str(tmp_path),
       launch_type='test_mt', progress_every_seconds=0.5)
   config = impala.Config(unroll_length=5, batch_size=2, max_queue_size=8,
                          hidden_sizes=(16,))

@@ -15,15 +15,20 @@ TOKEN = 'restart-test-token'
 
 
 def _run(logdir, port):
+  """The run, its stderr in a file beside the run directory (a pipe nobody
+  reads while it runs fills up and blocks the run's logging)."""
   env = dict(os.environ, REPERTORY_REMOTE_TOKEN=TOKEN)
-  return subprocess.Popen(
+  stderr = open(f'{logdir}-{time.monotonic_ns()}.stderr', 'w+')
+  process = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', '--agent=seed',
        '--env=remote:catch', '--lp_launch_type=local_mt',
        f'--remote_port={port}', f'--logdir={logdir}',
        '--max_actor_steps=100000000', '--stop_at_return=never',
        '--eval_episodes=1', '--config.unroll_length=5',
        '--config.batch_size=4'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+      stdout=subprocess.DEVNULL, stderr=stderr, text=True, env=env)
+  process.stderr_file = stderr
+  return process
 
 
 def _wait_for(path, process, timeout=240):
@@ -32,7 +37,9 @@ def _wait_for(path, process, timeout=240):
     if os.path.exists(path):
       return
     if process.poll() is not None:
-      raise AssertionError('the run ended early:\n' + process.stderr.read())
+      process.stderr_file.seek(0)
+      raise AssertionError('the run ended early:\n' +
+                           process.stderr_file.read())
     time.sleep(0.2)
   raise TimeoutError(f'{path} did not appear within {timeout} s')
 

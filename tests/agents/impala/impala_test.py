@@ -232,8 +232,8 @@ def test_learning_rate_is_constant_by_default(catch_replay):
 
 def _experiment(tmp_path, agent, **kwargs):
   values = dict(agent=agent, env='catch', num_actors=2, envs_per_actor=2,
-                max_actor_steps=10_000_000, eval_episodes=2, final_eval_episodes=2,
-                eval_fraction=1.0,
+                max_actor_steps=10_000_000, eval_episodes=2,
+                final_eval_episodes=2, eval_fraction=1.0,
                 logdir=str(tmp_path), launch_type='test_mt',
                 progress_every_seconds=0.5)
   values.update(kwargs)
