@@ -83,7 +83,7 @@ class ExamplesTest(parameterized.TestCase):
     self.assertCountEqual(
         re.findall(r'client (\d): last result \[\d+, \d+\]', output),
         ['0', '1'])
-    answers = re.findall(r'Result: \[(\d+) (\d+)\]', output)
+    answers = re.findall(r'Result: \[ *(\d+) +(\d+)\]', output)
     self.assertLen(answers, 20, output)
     # Every call was summed exactly once: the last answer is the total.
     self.assertEqual(max((int(a), int(b)) for a, b in answers), (100, 120))
