@@ -17,7 +17,6 @@ from repertory.components.evaluation import episodes
 from repertory.agents.actor_critic import config as actor_critic_config
 from repertory.agents.actor_critic import numpy_policy
 from repertory.agents.neurd import config as config_lib
-from repertory.agents.neurd import networks as networks_lib
 
 _ILLEGAL_LOGIT = -1e9
 
@@ -74,7 +73,7 @@ class NeuRDActor(BatchedActor):
     policy = LegalPolicy(num_actions, config.exploration, seed,
                          config.activation)
     client = variables.VariableClient(
-        learner, networks_lib.POLICY,
+        learner, numpy_policy.POLICY,
         update_period=config.variable_update_period,
         transport=config.weights_transport)
     adder = adders.UnrollAdder(
@@ -99,7 +98,7 @@ class EvalActor(core.Actor):
     self._policy = LegalPolicy(int(spec.actions.num_values), 0.0, seed,
                                config.activation)
     self._client = variables.VariableClient(variable_source,
-                                            networks_lib.POLICY)
+                                            numpy_policy.POLICY)
 
   def select_action(self, observation: Any) -> Any:
     action, _, _ = self._policy.step(np.asarray(observation)[None], (), None)

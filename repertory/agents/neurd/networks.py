@@ -12,10 +12,11 @@ from typing import Any, NamedTuple
 import sonnet as snt
 import tensorflow as tf
 
+from repertory.agents.actor_critic import numpy_policy
 from repertory.components import networks
 from repertory.components.networks import batching
 
-POLICY = 'policy'  # The variable group actors read.
+POLICY = numpy_policy.POLICY  # The variable group actors read.
 
 
 class PolicyQOutput(NamedTuple):
