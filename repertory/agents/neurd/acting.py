@@ -7,13 +7,12 @@ strategy is the point. No TensorFlow in these processes."""
 
 from typing import Any, Dict, Optional, Tuple
 
-import dm_env
 import numpy as np
 
-from repertory import core
 from repertory.components import variables
 from repertory.components.actors import BatchedActor
 from repertory.components.evaluation import episodes
+from repertory.agents.actor_critic import acting as actor_critic_acting
 from repertory.agents.actor_critic import config as actor_critic_config
 from repertory.agents.actor_critic import numpy_policy
 from repertory.agents.neurd import config as config_lib
@@ -89,35 +88,15 @@ class NeuRDActor(BatchedActor):
                      min_report_interval_s=episodes.REPORT_INTERVAL_S)
 
 
-class EvalActor(core.Actor):
-  """One environment, the learner's newest weights, actions sampled from π
-  over the legal actions."""
+class EvalActor(actor_critic_acting.EvalActor):
+  """The actor-critic's evaluation actor (one environment, the learner's
+  newest weights) with actions sampled from π over the legal actions."""
 
   def __init__(self, config: config_lib.Config, spec: Any,
                variable_source: Any, seed: int = 0):
+    super().__init__(config, spec, variable_source, greedy=False, seed=seed)
     self._policy = LegalPolicy(int(spec.actions.num_values), 0.0, seed,
                                config.activation)
-    self._client = variables.VariableClient(variable_source,
-                                            numpy_policy.POLICY)
-
-  def select_action(self, observation: Any) -> Any:
-    action, _, _ = self._policy.step(np.asarray(observation)[None], (), None)
-    return action[0]
-
-  def observe_first(self, timestep: dm_env.TimeStep) -> None:
-    pass
-
-  def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
-    pass
-
-  def update(self, wait: bool = False) -> None:
-    self._client.update(wait=wait)
-    if self._client.variables:
-      self._policy.set_weights(self._client.params)
-
-  @property
-  def version(self) -> int:
-    return self._client.version
 
 
 def make_eval_actor(config: config_lib.Config, spec: Any,
