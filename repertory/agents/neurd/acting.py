@@ -36,6 +36,9 @@ class LegalPolicy(numpy_policy.LogitsPolicy):
     logits, _, _ = self._evaluate(observation, None)
     legal = observation.reshape(len(observation), -1)[
         :, -self._num_actions:] > 0
+    # A game's last observation has no legal action (the batched
+    # environment resets there, whatever the action): any will do.
+    legal |= ~legal.any(axis=-1, keepdims=True)
     logits = np.where(legal, logits.astype(np.float64), _ILLEGAL_LOGIT)
     pi = np.exp(logits - logits.max(axis=-1, keepdims=True)) * legal
     pi /= pi.sum(axis=-1, keepdims=True)
