@@ -21,6 +21,7 @@ from repertory.agents.neurd import learning
 from repertory.components import checkpointing
 from repertory.components import league
 from repertory.components import model_store
+from repertory.components.league import opponents
 
 GAME = 'openspiel:kuhn_poker'
 TINY = dict(unroll_length=4, batch_size=4, max_queue_size=16,
@@ -36,8 +37,8 @@ def _experiment(logdir, **kwargs):
 
 
 def _spec():
-  return experiment_lib.environment_spec(
-      lambda seed=None: league.against_random(GAME, seed or 0))
+  """The spec of the seat an agent plays in a league (flat views)."""
+  return experiment_lib.environment_spec(opponents.LeagueGame(GAME, None))
 
 
 def test_refuses_to_run_outside_a_league(tmp_path):
