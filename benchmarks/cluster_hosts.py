@@ -96,9 +96,10 @@ def main(argv: List[str]) -> None:
   with hosts.Cluster.start(3, cpus_per_host=1, head_cpus=0) as cluster:
     cluster_start = time.monotonic() - began
     root = tempfile.mkdtemp(prefix='cluster_hosts-')
-    print(f'cluster of 3 hosts up in {cluster_start:.1f} s; runs in {root}; '
-          f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}',
-          flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f'{os.cpu_count()} cores, load average at the start '
+          f'{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; cluster of 3 hosts '
+          f'up in {cluster_start:.1f} s; runs in {root}', flush=True)
     print('| agent | start-up, 3 hosts (s) | steps/s across hosts | '
           'steps/s on one host | hop per actor step (ms) |')
     print('|---|---|---|---|---|')
@@ -110,7 +111,9 @@ def main(argv: List[str]) -> None:
       hop_ms = 1000.0 * (calls / across - calls / local)
       print(f'| {agent} | {startup:.1f} | {across:.0f} | {local:.0f} | '
             f'{hop_ms:.2f} |', flush=True)
-  print(f'load average after: {os.getloadavg()}')
+  after = os.getloadavg()
+  print(f'load average at the end {after[0]:.2f} {after[1]:.2f} '
+        f'{after[2]:.2f}')
 
 
 if __name__ == '__main__':
