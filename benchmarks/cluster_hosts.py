@@ -33,6 +33,7 @@ from typing import List, Tuple
 from absl import app
 from absl import flags
 
+from repertory import testing
 from repertory.cluster import hosts
 
 _AGENTS = flags.DEFINE_list('agents', ['impala', 'seed'], 'Agents to run.')
@@ -67,7 +68,8 @@ def measure(cluster: hosts.Cluster, agent: str, actors: str,
           '--eval_every_steps=0', '--progress_every_seconds=1']
   start = time.monotonic()
   with open(os.path.join(root, f'{os.path.basename(logdir)}.log'), 'w') as log:
-    driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+    driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                           preexec_fn=testing.like_a_shell)
   try:
     while not any(s > 0 for _, s in _progress(logdir)):
       if driver.poll() is not None:

@@ -73,7 +73,8 @@ def test_worker_host_link_down_then_back(tmp_path):
     argv = base.run_argv(logdir, cluster.address,
                          '--config.checkpoint.every_steps=20')
     with open(tmp_path / 'driver.log', 'w') as log:
-      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       base.wait_for_steps(logdir, driver, (1, 1), 'actor and learner steps')
       placement = base.units_by_host(cluster, nodes_dir)
@@ -90,7 +91,7 @@ def test_worker_host_link_down_then_back(tmp_path):
                           'steps with host 3 cut off')
       testing.wait_until(lambda: cluster.alive_ips() == sorted(ips[:2]),
                          'Ray to see host 3 dead', timeout=180)
-      base.wait_for_lost_line(tmp_path / 'driver.log', lost_actor, ips[2])
+      base.wait_for_lost_line(tmp_path / 'driver.log', 'actor', ips[2])
       steps = base.progress(logdir)
       base.wait_for_steps(logdir, driver, (steps[0] + 2000, steps[1] + 2),
                           'steps after Ray saw host 3 dead')
@@ -133,7 +134,8 @@ def test_learner_host_lost_then_resumed(tmp_path):
         '--lp_resources=learner=host2:1 replay=host1:1 counter=host1:1 '
         'monitor=host1:1 actor=host3:1']
     with open(tmp_path / 'driver.log', 'w') as log:
-      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       testing.wait_until(lambda: checkpoint_versions(logdir),
                          'a learner checkpoint', timeout=300)
@@ -148,14 +150,15 @@ def test_learner_host_lost_then_resumed(tmp_path):
     print('\n'.join(errors))
     # One line naming the lost unit and its host.
     assert len(errors) == 1, output[-3000:]
-    assert 'learner_0' in errors[0], errors
+    assert "node 'learner/0'" in errors[0], errors
     assert f'host {cluster.network.hosts[2].address}' in errors[0], errors
     saved = max(checkpoint_versions(logdir))
 
     cluster.start_ray(2)
     cluster.wait_for_nodes(3)
     with open(tmp_path / 'driver2.log', 'w') as log:
-      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       output2 = tmp_path / 'driver2.log'
       testing.wait_until(lambda: 'Resumed at' in output2.read_text(),

@@ -62,7 +62,8 @@ def test_learns_catch_across_hosts(agent, tmp_path):
     argv = run_argv(agent, logdir, cluster.address,
                     f'learner=host1:1 {_HOST1} actor=cpu:1')
     with open(tmp_path / 'driver.log', 'w') as log:
-      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+      driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       base.wait_for_steps(logdir, driver, (1, 1), 'actor and learner steps')
       placement = base.units_by_host(cluster, os.path.join(logdir, 'nodes'))

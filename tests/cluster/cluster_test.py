@@ -104,15 +104,15 @@ def wait_for_steps(logdir: str, driver, at_least, what: str,
   return testing.wait_until(check, what, timeout=timeout, interval=0.5)
 
 
-def wait_for_lost_line(driver_log, unit: str, address: str) -> str:
-  """The launcher's line saying `unit`'s process on host `address` was
-  lost (and restarted)."""
-  needle = f'unit {unit} on host {address} died'
+def wait_for_lost_line(driver_log, label: str, address: str) -> str:
+  """The launcher's line saying that a unit of group `label` was lost with
+  its host `address` (and restarted)."""
+  needle = f'on host {address} died'
   def line():
     return next((l for l in driver_log.read_text().splitlines()
-                 if needle in l), None)
-  found = testing.wait_until(line, f'a line with {needle!r}', timeout=60,
-                             interval=0.5)
+                 if needle in l and f'unit {label}/' in l), None)
+  found = testing.wait_until(line, f'a line about {label} with {needle!r}',
+                             timeout=60, interval=0.5)
   print(f'The launcher said: {found}')
   return found
 
@@ -132,10 +132,12 @@ def _reached(cluster, placement, index: int):
                for s in cluster.network.sockets(1)
                if s['address'].removeprefix('::ffff:') in (
                    cluster.head_ip, '*', '0.0.0.0', '::')}
+  own_ports = {s['port'] for s in cluster.network.sockets(index)}
   reached = set()
   for conn in cluster.network.sockets(index, listening=False):
     address, _, port = conn['peer'].rpartition(':')
     if (conn['pid'] in placement[index] and
+        conn['port'] not in own_ports and  # Not a call from host 1.
         address.removeprefix('::ffff:') == cluster.head_ip):
       kind = 'ray' if int(port) in RAY_WORKER_PORTS else 'direct'
       reached.add((listening.get(int(port), f'port {port}'), kind))
@@ -191,7 +193,8 @@ def test_impala_across_three_hosts_survives_a_lost_host(tmp_path):
     assert cluster.alive_ips() == sorted(ips)
     with open(tmp_path / 'driver.log', 'w') as log:
       driver = cluster.popen(1, run_argv(logdir, cluster.address),
-                             stdout=log, stderr=subprocess.STDOUT)
+                             stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       wait_for_steps(logdir, driver, (1, 1), 'actor and learner steps')
       placement = units_by_host(cluster, nodes_dir)
@@ -226,7 +229,7 @@ def test_impala_across_three_hosts_survives_a_lost_host(tmp_path):
                      'steps after host 3 died')
       testing.wait_until(lambda: cluster.alive_ips() == sorted(ips[:2]),
                          'Ray to see host 3 dead', timeout=120)
-      wait_for_lost_line(tmp_path / 'driver.log', lost_actor, ips[2])
+      wait_for_lost_line(tmp_path / 'driver.log', 'actor', ips[2])
       # Host 3 back: its actor is started there again.
       cluster.start_ray(3)
       testing.wait_until(
