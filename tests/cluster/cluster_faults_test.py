@@ -50,16 +50,16 @@ def checkpoint_versions(logdir: str):
   return sorted(int(m.group(1)) for m in map(_CKPT.search, names) if m)
 
 
-def ray_processes(cluster: hosts.Cluster, index: int):
-  """Host `index`'s processes that are Ray's own (raylet and its agents)."""
+def raylets(cluster: hosts.Cluster, index: int):
+  """The raylet processes on host `index`."""
   found = []
   for pid in cluster.network.pids(index):
     try:
       with open(f'/proc/{pid}/cmdline', 'rb') as f:
-        cmdline = f.read().replace(b'\0', b' ').decode(errors='replace')
+        argv0 = f.read().split(b'\0')[0]
     except OSError:
       continue
-    if 'raylet' in cmdline or 'ray/_private' in cmdline:
+    if os.path.basename(argv0) == b'raylet':
       found.append(pid)
   return found
 
@@ -98,10 +98,14 @@ def test_worker_host_link_down_then_back(tmp_path):
       assert max(checkpoint_versions(logdir)) >= max(versions)
 
       # The cable back: host 3's raylet learns it was declared dead and
-      # exits; `ray start` on host 3 joins it again and its actor returns.
+      # exits, and the program's processes there with it; `ray start` on
+      # host 3 joins it again and its actor returns.
       cluster.set_link(3, up=True)
-      testing.wait_until(lambda: not ray_processes(cluster, 3),
-                         "host 3's old Ray processes to exit", timeout=120)
+      testing.wait_until(lambda: not raylets(cluster, 3),
+                         "host 3's old raylet to exit", timeout=120)
+      testing.wait_until(
+          lambda: not base.units_by_host(cluster, nodes_dir)[3],
+          "the program's processes on host 3 to end", timeout=60)
       cluster.start_ray(3)
       cluster.wait_for_nodes(3)
       testing.wait_until(
