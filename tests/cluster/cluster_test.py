@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from typing import Dict
 
 import pytest
