@@ -1,4 +1,5 @@
-"""`python -m repertory.cluster`: bad input refused in one line, nothing made."""
+"""`python -m repertory.cluster`: bad input refused in one line, nothing
+made."""
 
 import os
 import subprocess

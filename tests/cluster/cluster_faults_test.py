@@ -6,8 +6,8 @@
   other host's actor, no learner checkpoint is lost, and once the link is up
   again and the host runs `ray start` again, its actor is started there.
 - The learner's host is lost (every process on it killed): the run stops
-  with one line naming the lost unit and its host, and the same command, once the host
-  is back, resumes from the learner's checkpoint.
+  with one line naming the lost unit and its host, and the same command,
+  once the host is back, resumes from the learner's checkpoint.
 
 Host 3 killed outright, and a host without the token, are in
 cluster_test.py (the default suite).

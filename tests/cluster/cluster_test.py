@@ -122,7 +122,7 @@ def wait_for_lost_line(driver_log, label: str, address: str) -> str:
 RAY_WORKER_PORTS = range(10002, 20000)
 
 
-def _reached(cluster, placement, index: int):
+def connections_to_host1(cluster, placement, index: int):
   """(unit, kind) of each connection of host `index`'s program processes
   to a listener at host 1's address; kind 'ray' for a Ray worker's port,
   'direct' for another (a channel, Reverb); unit None for a listener that
@@ -154,7 +154,7 @@ def check_cross_host_connections(
   for index in (2, 3):
     reached = set()
     def all_seen():
-      reached.update(_reached(cluster, placement, index))
+      reached.update(connections_to_host1(cluster, placement, index))
       return set(direct) <= reached and any(
           kind == 'ray' and unit in placement[1].values()
           for unit, kind in reached)
