@@ -137,6 +137,19 @@ class ProgressFiles:
       self._line(f'evaluation at actor_steps={row["actor_steps"]}: '
                  f'{evaluation_text(row)}')
 
+  def metrics(self, row: Mapping[str, Any], final: bool) -> None:
+    """A row of figures computed elsewhere (a league's exploitability):
+    progress.csv, TensorBoard's `evaluator/...` and a line."""
+    with self._lock:
+      self._progress_csv.write(row)
+      self._boards['evaluator'].write(row)
+    figures = ' '.join(
+        f'{k}={v:.4f}' if isinstance(v, float) else f'{k}={v}'
+        for k, v in row.items()
+        if k not in ('actor_steps', 'learner_steps', 'wall_seconds'))
+    self._line(f'{"final " if final else ""}metrics at '
+               f'actor_steps={row["actor_steps"]}: {figures}')
+
   def line(self, text: str) -> None:
     self._line(text)
 
