@@ -83,10 +83,7 @@ class RunMonitor:
       budget in steps (whole episodes; None: no limit).
     lease_seconds: an actor silent this long loses its reserved steps
       (`StepsBudget`).
-    metrics_source: a node (handle) whose `evaluation_metrics(final)`
-      returns figures computed elsewhere (a league's exploitability): new
-      ones become evaluation rows as the run goes (read with each progress
-      row), and the final ones join results.json.
+    metrics_source: see `progress.MetricsRows` (a league's exploitability).
   """
 
   def __init__(self,
@@ -104,8 +101,7 @@ class RunMonitor:
                judge_evaluation: bool = False,
                stop_evaluations: int = 1,
                eval_fraction: Optional[float] = evaluator.EVAL_FRACTION,
-               lease_seconds: float = 10.0,
-               metrics_source: Any = None):
+               lease_seconds: float = 10.0, metrics_source: Any = None):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
     if stop_evaluations < 1:
@@ -123,8 +119,6 @@ class RunMonitor:
     self._lease_seconds = lease_seconds
     self._metadata = dict(metadata or {})
     self._replay = replay
-    self._metrics_source = metrics_source
-    self._last_metrics: Dict[str, Any] = {}
     self._period = progress_every_seconds
     self._lock = threading.Lock()
     self._returns = collections.deque(maxlen=RECENT_EPISODES)
@@ -142,7 +136,7 @@ class RunMonitor:
     # evaluations are dropped, so results.json holds the steps taken.
     self._finishing = threading.Event()
     self._files = progress_lib.ProgressFiles(logdir, max_actor_steps,
-                                             self._start)
+                                             self._start, metrics_source)
 
   def record_episodes(self, returns: Sequence[float],
                       lengths: Sequence[int] = ()) -> None:
@@ -306,34 +300,10 @@ class RunMonitor:
       self._files.close()
 
   def _progress_row(self) -> None:
-    summary = self.summary()
-    self._files.progress(summary)
-    self._record_metrics(summary)
+    self._files.progress(self.summary())
     counts = self._counter.get_counts()
     self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
                       int(counts.get('policy_lag_items', 0)))
-
-  def _record_metrics(self, summary: Mapping[str, Any],
-                      final: bool = False) -> Dict[str, Any]:
-    """New figures of `metrics_source` as an evaluation row; returns them
-    ({} when none are new, or the source failed)."""
-    if self._metrics_source is None:
-      return {}
-    try:
-      figures = dict(self._metrics_source.evaluation_metrics(final))
-    except Exception as e:  # pylint: disable=broad-except
-      logging.warning('No evaluation metrics from %s: %s',
-                      type(self._metrics_source).__name__, e)
-      return {}
-    if not figures or (figures == self._last_metrics and not final):
-      return {}
-    self._last_metrics = figures
-    row = {'actor_steps': summary['actor_steps'],
-           'learner_steps': summary['learner_steps'],
-           'wall_seconds': time.time() - self._start}
-    row.update(figures)
-    self._files.metrics(row, final)
-    return figures
 
   def _drop_stale_hold(self) -> None:
     if (self._budget is not None and self._hold_renewed and
@@ -364,8 +334,7 @@ class RunMonitor:
     results = dict(self._metadata)
     results.update(summary)
     results.update(evaluation)
-    results.update(learner)
-    results.update(self._record_metrics(summary, final=True))
+    results.update(learner, **self._files.final_metrics(summary))
     results['budget_steps_returned'] = (self._budget.returned if self._budget
                                         else 0)
     results['wall_seconds'] = time.time() - self._start
