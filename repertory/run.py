@@ -105,10 +105,16 @@ _LEAGUE = flags.DEFINE_enum(
     "Self-play: --agent's own program in a league on a two-player game "
     '(--env=openspiel:<game>), opponents per episode by this matchmaking '
     'rule (docs/selfplay.md).')
+_LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
+    'league_exploitability', None,
+    'With --league: report the exploitability of the newest snapshot and of '
+    "the pool's average policy as the run goes (OpenSpiel's, for small "
+    'two-player zero-sum games such as kuhn_poker and leduc_poker). Unset: '
+    'wherever the game allows it; set: refuse a game that does not.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
-                'league', 'lp_launch_type', 'ray_address', 'lp_resources',
-                'lp_termination_notice_secs')
+                'league', 'league_exploitability', 'lp_launch_type',
+                'ray_address', 'lp_resources', 'lp_termination_notice_secs')
 
 
 def _error(message: Any) -> None:
@@ -157,8 +163,11 @@ def _build() -> Tuple[Any, Any, Any]:
   make_program = agent.make_program
   if _LEAGUE.value:  # Self-play: the agent's program in a league.
     from repertory.components import league  # pylint: disable=g-import-not-at-top
-    make_program = functools.partial(league.make_program, make_program,
-                                     matchmaking=_LEAGUE.value)
+    make_program = functools.partial(
+        league.make_program, make_program, matchmaking=_LEAGUE.value,
+        exploitability=_LEAGUE_EXPLOITABILITY.value)
+  elif _LEAGUE_EXPLOITABILITY.value:
+    raise ValueError('--league_exploitability needs --league=<rule>.')
   program = make_program(config, experiment, **remote_flags.program_kwargs(
       experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
   resources = launch.parse_resources(flags.FLAGS.lp_resources or '')

@@ -83,6 +83,7 @@ class RunMonitor:
       budget in steps (whole episodes; None: no limit).
     lease_seconds: an actor silent this long loses its reserved steps
       (`StepsBudget`).
+    metrics_source: see `progress.MetricsRows` (a league's exploitability).
   """
 
   def __init__(self,
@@ -100,7 +101,7 @@ class RunMonitor:
                judge_evaluation: bool = False,
                stop_evaluations: int = 1,
                eval_fraction: Optional[float] = evaluator.EVAL_FRACTION,
-               lease_seconds: float = 10.0):
+               lease_seconds: float = 10.0, metrics_source: Any = None):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
     if stop_evaluations < 1:
@@ -135,7 +136,7 @@ class RunMonitor:
     # evaluations are dropped, so results.json holds the steps taken.
     self._finishing = threading.Event()
     self._files = progress_lib.ProgressFiles(logdir, max_actor_steps,
-                                             self._start)
+                                             self._start, metrics_source)
 
   def record_episodes(self, returns: Sequence[float],
                       lengths: Sequence[int] = ()) -> None:
@@ -333,7 +334,7 @@ class RunMonitor:
     results = dict(self._metadata)
     results.update(summary)
     results.update(evaluation)
-    results.update(learner)
+    results.update(learner, **self._files.final_metrics(summary))
     results['budget_steps_returned'] = (self._budget.returned if self._budget
                                         else 0)
     results['wall_seconds'] = time.time() - self._start
