@@ -4,6 +4,15 @@ its last line.
 
   python benchmarks/docs_commands.py                   # every command
   python benchmarks/docs_commands.py --only=experiments --steps=3000
+  python benchmarks/docs_commands.py --full --timeout=1800   # as written
+
+With `--full`, training commands run with their own budget, as written (only
+their `--logdir` moves), and a command passes only if it learns what it
+claims: every run it made (one per seed of a sweep) ends with a final
+evaluation (`eval_return_mean` of results.json) at or above the run's target
+return (`stop_at_return` in its config.json: the command's
+`--stop_at_return`, or the environment's solved return); a run without a
+target passes on its exit status and its final evaluation is shown.
 
 A command is taken from a ```sh (or ```bash, ```console) block, with its
 `\`-continued lines joined. Training commands (`repertory.run`) run with
@@ -15,6 +24,7 @@ environment service, another program's output) are listed as skipped, with
 the reason.
 """
 
+import json
 import os
 import re
 import shlex
@@ -30,6 +40,9 @@ _ONLY = flags.DEFINE_string('only', '', 'Only docs files whose name has this.')
 _STEPS = flags.DEFINE_integer('steps', 2000, 'The --max_actor_steps of a '
                               'training command.')
 _TIMEOUT = flags.DEFINE_integer('timeout', 300, 'Seconds per command.')
+_FULL = flags.DEFINE_bool('full', False, 'Run training commands with their '
+                          'own budget and check that each reaches its target '
+                          'return.')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BLOCK = re.compile(r'```(?:sh|bash|console|shell)\n(.*?)```', re.S)
@@ -82,10 +95,13 @@ def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],
   argv = [sys.executable, *words[1:]]
   if words[1:3] == ['-m', 'repertory.run'] and not any(
       w in ('--help', '-h') for w in words):
-    argv = [a for a in argv if not a.startswith(('--max_actor_steps=',
-                                                 '--logdir='))]
-    argv += [f'--max_actor_steps={_STEPS.value}',
-             f'--logdir={os.path.join(workdir, str(len(os.listdir(workdir))))}']
+    cut = ('--logdir=',) if _FULL.value else ('--max_actor_steps=',
+                                               '--logdir=')
+    argv = [a for a in argv if not a.startswith(cut)]
+    if not _FULL.value:
+      argv.append(f'--max_actor_steps={_STEPS.value}')
+    argv.append(
+        f'--logdir={os.path.join(workdir, str(len(os.listdir(workdir))))}')
   return argv, env, ''
 
 
@@ -100,6 +116,36 @@ def run_one(argv: List[str], env: Dict[str, str]) -> Tuple[str, str]:
   lines = (result.stdout + result.stderr).strip().splitlines()
   return ('ok' if result.returncode == 0 else f'exit {result.returncode}',
           lines[-1][:100] if lines else '')
+
+
+def judge(logdir: str) -> Tuple[bool, str]:
+  """(learned what it claims, summary) of the runs under a command's logdir.
+
+  Each run directory (the logdir itself, or one per seed of a sweep) holds a
+  config.json and, once it finished, a results.json.
+  """
+  runs = []
+  for top, folders, names in os.walk(logdir):
+    if 'config.json' in names:
+      runs.append(top)
+      folders.clear()  # a run's own folders (attempts/) are not runs
+  runs.sort()
+  if not runs:
+    return False, 'no run directory written'
+  learned, parts = True, []
+  for run in runs:
+    with open(os.path.join(run, 'config.json')) as f:
+      target = json.load(f)['experiment'].get('stop_at_return')
+    try:
+      with open(os.path.join(run, 'results.json')) as f:
+        final = json.load(f).get('eval_return_mean')
+    except FileNotFoundError:
+      final = None
+    reached = final is not None and (target is None or final >= target)
+    learned &= reached
+    parts.append(f'{final if final is None else round(final, 3)}'
+                 f'{"" if target is None else f" (target {target})"}')
+  return learned, 'final evaluation ' + ', '.join(parts)
 
 
 def main(argv: List[str]) -> None:
@@ -120,7 +166,12 @@ def main(argv: List[str]) -> None:
           print(f'{where}\tskipped ({why})\t{command}', flush=True)
           continue
         status, last = run_one(prepared, env)
-        failed += status != 'ok'
+        logdir = next((a.split('=', 1)[1] for a in prepared
+                       if a.startswith('--logdir=')), None)
+        if _FULL.value and logdir and status == 'ok':
+          learned, last = judge(logdir)
+          status = 'learned' if learned else 'did not learn'
+        failed += status not in ('ok', 'learned')
         print(f'{where}\t{status}\t{command}\t{last}', flush=True)
   sys.exit(1 if failed else 0)
 
