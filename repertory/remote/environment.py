@@ -83,6 +83,7 @@ class SlotEnvironment(dm_env.Environment):
       message = self._next('a remote episode')
       if message is None:  # The service went away: attach again.
         self._detach()
+        self._check_stop()
         time.sleep(hub_lib.WAIT_SLICE_S)
         continue
       self._episode = int(message.episode_id)

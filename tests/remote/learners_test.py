@@ -74,26 +74,6 @@ def test_ppo_learns_from_remote_clients(tmp_path, clients):
   assert results['learner_steps'] >= 5, results
 
 
-def test_ppo_refuses_legal_masks_naming_the_field(tmp_path):
-  from repertory_remote import client as client_lib  # pylint: disable=g-import-not-at-top
-  program, address_file = _program(tmp_path, 'ppo', ppo.Config(**PPO_TINY))
-  program.groups['learner'][0].disable_run()
-  launched = launch.launch(program, launch_type='test_mt',
-                           termination_notice_secs=5)
-  try:
-    testing.wait_until(lambda: os.path.exists(address_file), 'the address file')
-    with open(address_file) as f:
-      address = f.read().strip()
-    specs = client_lib.Specs((10, 5), 'float32', 3)
-    with client_lib.Client(address, specs, token=TOKEN) as client:
-      episode = client.episode()
-      with pytest.raises(client_lib.RemoteError, match='step.legal_actions'):
-        episode.step(np.zeros((10, 5), np.float32),
-                     legal_actions=np.array([True, False, True]))
-  finally:
-    launched.stop(timeout=60)
-
-
 @pytest.mark.parametrize('field,extra', [
     ('step.legal_actions', dict(legal_actions=np.array([True, False, True]))),
     ('step.logged', dict(logged_action=1))])
