@@ -119,3 +119,34 @@ def test_r2d2_learns_from_remote_clients(tmp_path, clients):
   assert counts['actor_steps'] > 0
   assert stats['attached'] == 4  # R2D2's 2 actors x 2 environments.
   assert stats['steps'] > 0
+
+
+def test_impala_learns_from_remote_clients(tmp_path, clients):
+  """An agent with no code for remote environments: its own actors."""
+  from repertory.agents import impala  # pylint: disable=g-import-not-at-top
+  config = impala.Config(unroll_length=5, batch_size=4, max_queue_size=16,
+                         hidden_sizes=(16,))
+  values = dict(agent='impala', env='remote:catch', num_actors=2,
+                envs_per_actor=2, max_actor_steps=400, eval_episodes=1,
+                logdir=str(tmp_path), launch_type='test_mt',
+                progress_every_seconds=0.5)
+  options = options_lib.RemoteOptions(
+      token_value=TOKEN, address_file=str(tmp_path / 'remote' / 'address'))
+  program = remote_program.make_program(
+      impala.make_program, config, experiment_lib.ExperimentConfig(**values),
+      options)
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  processes = [clients.python_client(options.address_file, TOKEN,
+                                     '--threads=2', '--seconds=200',
+                                     f'--seed={i}') for i in range(2)]
+  try:
+    assert launched.wait(timeout=200)
+  finally:
+    _stop(processes)
+    launched.stop(timeout=60)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert results['env'] == 'remote:catch'
+  assert results['actor_steps'] >= 400
+  assert results['learner_steps'] >= 1, results
