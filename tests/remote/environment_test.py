@@ -5,6 +5,7 @@ by hand (no agent) against the service node and real client processes.
   observations, rewards and discounts, and the actions chosen here reach the
   client's game (a policy that follows the ball wins every episode).
 * More episodes than environments: the extra ones wait for an idle one.
+* The slot server listens on loopback and refuses a wrong token.
 * The service going away mid-episode ends it here with a truncation; the
   environment attaches again to the next service.
 """
@@ -12,13 +13,17 @@ by hand (no agent) against the service node and real client processes.
 import threading
 
 import dm_env
+import grpc
 import numpy as np
+import pytest
 
 from repertory import environments
 from repertory import testing
 from repertory.remote import environment as environment_lib
+from repertory.remote import hub as hub_lib
 from repertory.remote import node as node_lib
 from repertory.remote import options as options_lib
+from repertory_remote import environment_pb2 as pb
 
 TOKEN = 'environment-test-token'
 SLOT_TOKEN = 'environment-test-slot-token'
@@ -144,3 +149,24 @@ def test_a_lost_service_truncates_the_episode_and_the_environment_reattaches(
     env.close()
     node.close()
   assert len(steps) == 10 and steps[-1].reward == 1.0
+
+
+@pytest.mark.parametrize('token', ['wrong', ''])
+def test_the_slot_server_is_loopback_and_wants_the_run_token(tmp_path,
+                                                             token):
+  node, factory, _ = _node(tmp_path)
+  try:
+    with open(factory.address_file) as f:
+      address = f.read().strip()
+    assert address == f'127.0.0.1:{node.slot_port}'
+    with grpc.insecure_channel(address) as channel:
+      attach = channel.stream_stream(
+          hub_lib.ATTACH, request_serializer=lambda b: b,
+          response_deserializer=pb.Step.FromString)
+      with pytest.raises(grpc.RpcError) as error:
+        next(attach(iter(()), timeout=10,
+                    metadata=(('authorization', f'Bearer {token}'),)))
+    assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert node.stats()['attached'] == 0
+  finally:
+    node.close()
