@@ -82,7 +82,7 @@ def test_client_episodes_arrive_as_timesteps_and_actions_reach_the_game(
   finally:
     env.close()
     node.close()
-  assert result['episodes'] == 3 and result['actions'] == 27
+  assert result['episodes'] == 3 and result['actions'] == 30
   assert result['mean_return_last_100'] == 1.0  # Our actions were played.
   for steps in played:
     assert [int(t.step_type) for t in steps] == [0] + [1] * 8 + [2]
@@ -121,12 +121,12 @@ def test_a_lost_service_truncates_the_episode_and_the_environment_reattaches(
     timestep = env.reset()
     for _ in range(2):
       timestep = env.step(_follow_ball(timestep.observation))
-    assert holder.stdout.readline().strip() == 'HOLDING'
-    # The client holds after its game's third move: no step comes.
+    # The third action reaches the client, which then holds: no step comes.
     answered = {}
     stepper = threading.Thread(target=lambda: answered.update(
         timestep=env.step(_follow_ball(timestep.observation))))
     stepper.start()
+    assert holder.stdout.readline().strip() == 'HOLDING'
     node.close()
     stepper.join(timeout=30)
     truncation = answered['timestep']
