@@ -123,7 +123,8 @@ def test_finished_run_is_refused_and_results_are_kept_per_attempt(tmp_path):
   # results stay where they were.
   proc = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', f'--logdir={logdir}', *_FLAGS,
-       f'--max_actor_steps={steps * 1000}'], stdout=subprocess.DEVNULL,
+       f'--max_actor_steps={steps * 1000}', '--progress_every_seconds=1'],
+      stdout=subprocess.DEVNULL,
       stderr=subprocess.DEVNULL,
       env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''})
   try:

@@ -77,11 +77,21 @@ class ExamplesTest(parameterized.TestCase):
                                   ('_local_mp', 'local_mp'))
   def test_batching(self, launch_type):
     output = run_example('batching', launch_type)
-    # Each client sends [x, x + 1]; the server returns the running sum of
-    # the batched calls (both clients' last answers are the same row).
-    results = re.findall(r'client (\d): last result (\[[\d, ]+\])', output)
-    self.assertCountEqual([c for c, _ in results], ['0', '1'])
-    self.assertLen({r for _, r in results}, 1)
+    # Client 0 sends [x, x + 1] for x in 0..9, client 1 for x in 1..10; the
+    # server answers each call of a batch with the running sum of every
+    # call so far, one row per call.
+    self.assertCountEqual(
+        re.findall(r'client (\d): last result \[\d+, \d+\]', output),
+        ['0', '1'])
+    answers = re.findall(r'Result: \[ *(\d+) +(\d+)\]', output)
+    self.assertLen(answers, 20, output)
+    # Every call was summed exactly once: the last answer is the total.
+    self.assertEqual(max((int(a), int(b)) for a, b in answers), (100, 120))
+    # Calls were batched: the running sum grows with every batch, so a row
+    # that answered two calls came from one batch of both clients' calls.
+    # (Not necessarily every batch: with Launchpad's 200 ms batch timeout a
+    # busy machine can split one.)
+    self.assertLess(len(set(answers)), len(answers), output)
 
   @parameterized.named_parameters(('_local_mt', 'local_mt'),
                                   ('_local_mp', 'local_mp'))
