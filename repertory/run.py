@@ -55,6 +55,7 @@ from repertory.components import checkpointing
 from repertory.launch.api import errors as launch_errors
 from repertory.launch.process import startup_gc
 from repertory.remote import flags as remote_flags
+from repertory.remote import program as remote_program
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
 # --lp_launch_type (repertory.launch's flag), the checkpoint settings are
@@ -168,8 +169,11 @@ def _build() -> Tuple[Any, Any, Any]:
         exploitability=_LEAGUE_EXPLOITABILITY.value)
   elif _LEAGUE_EXPLOITABILITY.value:
     raise ValueError('--league_exploitability needs --league=<rule>.')
-  program = make_program(config, experiment, **remote_flags.program_kwargs(
-      experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
+  if remote_program.is_remote(experiment.env):  # docs/remote.md
+    make_program = functools.partial(remote_program.make_program,
+                                     make_program,
+                                     options=remote_flags.options())
+  program = make_program(config, experiment)
   resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
   if resources:  # Refused here, before the run directory.
     launch.check_resources(program, resources, experiment.launch_type)

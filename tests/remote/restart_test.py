@@ -22,6 +22,7 @@ def _run(logdir, port):
   process = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', '--agent=seed',
        '--env=remote:catch', '--lp_launch_type=local_mt',
+       '--num_actors=1', '--envs_per_actor=2',  # the client's 2 episodes
        f'--remote_port={port}', f'--logdir={logdir}',
        '--max_actor_steps=100000000', '--stop_at_return=never',
        '--eval_episodes=1', '--config.unroll_length=5',

@@ -112,7 +112,6 @@ class ActorCriticConfig:
       unrolls (the default); False writes N items, which costs the actor
       about N times Reverb's per-item work (for small observations most of
       the writes' cost). The queue holds ceil(max_queue_size / N) items.
-      SEED's remote environment slots write one item per unroll either way.
     max_policy_lag: the learner drops (and counts as `dropped_stale`) unrolls
       whose behaviour version is more than this many versions behind its own;
       None keeps every unroll.
