@@ -13,6 +13,7 @@ import pytest
 from repertory import core
 from repertory import environments
 from repertory import launch
+from repertory.components import actors
 from repertory.components import counting
 from repertory.components import evaluation
 
@@ -245,6 +246,55 @@ def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
   with open(os.path.join(tmp_path, 'results.json')) as f:
     results = json.load(f)
   assert 1_000 <= results['actor_steps'] <= 1_000 + 3 * 6
+
+
+class FixedBatchPolicy:
+  """A `core.Policy` that always takes the same action."""
+
+  def __init__(self, action):
+    self._action = action
+
+  def initial_state(self, batch_size):
+    del batch_size
+    return ()
+
+  def step(self, observation, state, first):
+    del first
+    return np.full(len(observation), self._action, np.int32), {}, state
+
+  def set_weights(self, weights):
+    del weights
+
+
+def _batched_actor(counter, monitor, num_envs, report_every):
+  actors.BatchedActor(
+      environments.make_batched('catch', num_envs, seed=0),
+      FixedBatchPolicy(1), counter=counter, monitor=monitor,
+      report_every=report_every).run()
+
+
+def test_episodes_are_counted_with_the_steps_that_finished_them(tmp_path):
+  """A budgeted actor that reports every 12 batched steps: the episodes
+  that end after its last report (batched catch ends an episode every 10th
+  step, 9 moves and the reset: the last at step 499 of its 500, after the
+  report at 492) still reach results.json and episodes.csv."""
+  program = launch.Program('episodes_test')
+  with program.group('counter'):
+    counter = program.add_node(launch.CourierNode(counting.Counter))
+  with program.group('monitor'):
+    monitor = program.add_node(_monitor_node(tmp_path, counter,
+                                             max_actor_steps=1_000))
+  with program.group('actor'):
+    program.add_node(launch.PyNode(_batched_actor, counter, monitor, 2, 12))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=120)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  with open(os.path.join(tmp_path, 'episodes.csv')) as f:
+    rows = list(csv.DictReader(f))
+  assert results['actor_steps'] == 1_000
+  assert results['episodes'] == 2 * (500 // 10) == len(rows)
 
 
 def _count_slowly(counter):
