@@ -14,8 +14,8 @@ return (`stop_at_return` in its config.json: the command's
 `--stop_at_return`, or the environment's solved return); a run without a
 target passes on its exit status and its final evaluation is shown.
 
-A command is taken from a code block without a language or a ```sh (or
-```bash, ```console) one, with its `\`-continued lines joined: what follows
+A command is taken from a ```sh (or ```bash, ```console) block, or a block
+without a language that starts with a command (not output), with its `\`-continued lines joined: what follows
 the last ` && ` (README's install comes first), a shell loop's variable as 0.
 Training commands (`repertory.run`) run with
 `--max_actor_steps` cut to `--steps` and their `--logdir` moved under a
@@ -69,15 +69,22 @@ def extract(path: str) -> List[Tuple[int, str]]:
   commands = []
   shell = None  # Inside a block: whether it holds shell commands.
   joined, first = '', None
+  untagged_start = False  # The first line of a block without a language.
   for number, line in enumerate(lines, start=1):
     if line.lstrip().startswith('```'):
       shell = (_SHELL.fullmatch(line.strip()) is not None
                if shell is None else None)
+      untagged_start = shell and line.strip() == '```'
       joined, first = '', None
       continue
     if not shell:
       continue
     line = line.strip()
+    if untagged_start and line:
+      untagged_start = False
+      if not (line.startswith('#') or _COMMAND.match(line)):
+        shell = False  # A block of output, not of commands.
+        continue
     if first is None:
       first = number
     joined += ' ' + line.rstrip('\\').strip()
