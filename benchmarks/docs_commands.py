@@ -58,6 +58,7 @@ NEEDS = {
     'remote:': 'a remote environment service',
     '--ray_address': 'a Ray cluster',
     '<': 'a placeholder to fill in',
+    '=... ': 'a placeholder to fill in',
 }
 
 
@@ -100,13 +101,13 @@ def extract(path: str) -> List[Tuple[int, str]]:
 def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],
                                                   Dict[str, str], str]:
   """(argv to run or None to skip, environment additions, why skipped)."""
-  for needle, what in NEEDS.items():
-    if needle in command:
-      return None, {}, f'needs {what}'
-  # `setup && python -m repertory...`: the setup is README's install.
-  command = command.rsplit(' && ', 1)[-1]
+  if command.startswith('python3 -m venv '):  # README's install, then it.
+    command = command.rsplit(' && ', 1)[-1]
   command = re.sub(r'\$[a-z]\b', '0', command)  # A loop's variable: its first.
   words = shlex.split(command, comments=True)
+  for needle, what in NEEDS.items():
+    if needle in ' '.join(words) + ' ':
+      return None, {}, f'needs {what}'
   if any('runs/' in w for w in words if not w.startswith('--logdir=')):
     return None, {}, "needs another command's run directory"
   env = {}
