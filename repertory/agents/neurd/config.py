@@ -66,7 +66,7 @@ class Config:
   unroll_length: int = 8
   batch_size: int = 16
   learning_rate: float = 1e-3
-  learning_rate_decay_steps: Optional[int] = 2000
+  learning_rate_decay_steps: Optional[int] = 500
   discount: float = 1.0
   entropy_cost: float = 0.0
   baseline_cost: float = 0.5
