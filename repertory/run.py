@@ -106,6 +106,11 @@ _LEAGUE = flags.DEFINE_enum(
     "Self-play: --agent's own program in a league on a two-player game "
     '(--env=openspiel:<game>), opponents per episode by this matchmaking '
     'rule (docs/selfplay.md).')
+_LEAGUE_SNAPSHOT_EVERY = flags.DEFINE_integer(
+    'league_snapshot_every', None,
+    "With --league: freeze the learner's weights into the pool each time "
+    'its version moved this many versions past the newest snapshot (unset: '
+    "the rule's default, docs/selfplay.md).", lower_bound=1)
 _LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
     'league_exploitability', None,
     'With --league: report the exploitability of the newest snapshot and of '
@@ -114,7 +119,8 @@ _LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
     'wherever the game allows it; set: refuse a game that does not.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
-                'league', 'league_exploitability', 'lp_launch_type',
+                'league', 'league_snapshot_every', 'league_exploitability',
+                'lp_launch_type',
                 'ray_address', 'lp_resources', 'lp_termination_notice_secs')
 
 
@@ -166,9 +172,11 @@ def _build() -> Tuple[Any, Any, Any]:
     from repertory.components import league  # pylint: disable=g-import-not-at-top
     make_program = functools.partial(
         league.make_program, make_program, matchmaking=_LEAGUE.value,
+        snapshot_every_versions=_LEAGUE_SNAPSHOT_EVERY.value,
         exploitability=_LEAGUE_EXPLOITABILITY.value)
-  elif _LEAGUE_EXPLOITABILITY.value:
-    raise ValueError('--league_exploitability needs --league=<rule>.')
+  elif _LEAGUE_EXPLOITABILITY.value or _LEAGUE_SNAPSHOT_EVERY.value:
+    raise ValueError('--league_exploitability and --league_snapshot_every '
+                     'need --league=<rule>.')
   if remote_program.is_remote(experiment.env):  # docs/remote.md
     make_program = functools.partial(remote_program.make_program,
                                      make_program,

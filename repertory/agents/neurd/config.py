@@ -2,7 +2,7 @@
 policy loss). Imports neither TensorFlow nor Reverb."""
 
 import dataclasses
-from typing import Tuple
+from typing import Optional, Tuple
 
 POLICY_LOSSES = ('neurd', 'mmd', 'a2c')
 
@@ -13,14 +13,23 @@ class Config:
   two-player game in a league (`--league=<rule>`).
 
   Attributes:
-    policy_loss: which loss of `loss.py` the learner minimises: 'neurd'
-      (Neural Replicator Dynamics: every legal action's logit follows its
-      advantage under the Q critic), 'mmd' (magnetic mirror descent in
-      NeuRD form: pulled towards a uniform magnet, so the live policy
-      converges to a logit QRE instead of cycling) or 'a2c' (the sampled
-      action's log-probability times its advantage).
+    policy_loss: which loss of `loss.py` the learner minimises: 'mmd'
+      (magnetic mirror descent in NeuRD form: pulled towards a magnet, so
+      the live policy converges instead of cycling), 'neurd' (Neural
+      Replicator Dynamics: every legal action's logit follows its
+      advantage under the Q critic) or 'a2c' (the sampled action's
+      log-probability times its advantage).
     magnet_strength: 'mmd' only: α, the weight of the KL(π, ρ) pull towards
-      the uniform magnet ρ (the temperature of the QRE it converges to).
+      the magnet ρ (with the uniform magnet: the temperature of the QRE it
+      converges to).
+    magnet_update_steps: 'mmd' only: None: the magnet ρ is the uniform
+      policy over the legal actions, for good; N: ρ is a magnet network
+      that starts as the initial network and becomes a copy of the live
+      network every N learner steps (a moving magnet, as in MMD's
+      moving-magnet variant and R-NaD: each phase converges to the
+      equilibrium of the game regularised towards the previous phase's
+      policy, so the sequence approaches a Nash equilibrium rather than a
+      QRE). The magnet network is saved with the learner's checkpoints.
     neurd_clip: 'neurd' and 'mmd': no logit is pushed beyond ±this.
     exploration: actors play a uniformly random legal action with this
       probability (so the critic learns every action's value).
@@ -28,6 +37,9 @@ class Config:
       steps; games end and start inside them).
     batch_size: unrolls per learner step.
     learning_rate: Adam's learning rate.
+    learning_rate_decay_steps: None: constant; N: learner step k uses
+      learning_rate / sqrt(1 + k / N) (the step sizes of mirror descent's
+      last-iterate guarantees shrink so).
     discount: γ on top of the game's discount (1: episodic games).
     entropy_cost: weight of the entropy bonus.
     baseline_cost: weight of the critic's (Q) loss.
@@ -46,13 +58,15 @@ class Config:
     train: False: the learner serves its initial weights and never steps.
     learner_log_every: learner metrics every this many steps.
   """
-  policy_loss: str = 'neurd'
-  magnet_strength: float = 0.1
+  policy_loss: str = 'mmd'
+  magnet_strength: float = 0.5
+  magnet_update_steps: Optional[int] = 300
   neurd_clip: float = 10.0
   exploration: float = 0.1
   unroll_length: int = 8
   batch_size: int = 16
   learning_rate: float = 1e-3
+  learning_rate_decay_steps: Optional[int] = 500
   discount: float = 1.0
   entropy_cost: float = 0.0
   baseline_cost: float = 0.5
@@ -87,6 +101,10 @@ class Config:
     if not 0.0 <= self.exploration < 1.0:
       raise ValueError(f'Config.exploration must be in [0, 1), got '
                        f'{self.exploration}.')
+    for name in ('magnet_update_steps', 'learning_rate_decay_steps'):
+      value = getattr(self, name)
+      if value is not None and value < 1:
+        raise ValueError(f'Config.{name} must be >= 1 or None, got {value}.')
     if self.magnet_strength < 0 or self.neurd_clip <= 0:
       raise ValueError(f'Config: magnet_strength={self.magnet_strength} must '
                        f'be >= 0 and neurd_clip={self.neurd_clip} > 0.')

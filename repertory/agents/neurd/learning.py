@@ -5,10 +5,13 @@ One step: a batch of the seat's unrolls from the Reverb queue (`[B, T + 1]`,
 `adders.UnrollAdder`), the network over all steps, returns
 G_t = r_t + γ d_t G_{t+1} bootstrapped from V(o_T) = Σ_a π Q(o_T, a), the
 policy loss of `loss.py` on the legal actions (the mask that ends each
-flat view) and one clipped Adam update.
+flat view) and one clipped Adam update. MMD with a moving magnet
+(`magnet_update_steps`) also runs the magnet network on the batch, and
+copies the live network into it every `magnet_update_steps` steps.
 """
 
 import functools
+import math
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
@@ -18,6 +21,7 @@ from repertory.components import learners
 from repertory.components import losses
 from repertory.components import networks
 from repertory.components import replay
+from repertory.components.learners import target as target_lib
 from repertory.agents.neurd import config as config_lib
 from repertory.agents.neurd import loss as loss_lib
 from repertory.agents.neurd import networks as networks_lib
@@ -46,7 +50,19 @@ class NeuRD(learners.Algorithm):
     self._num_actions = int(spec.actions.num_values)
     with networks.seeded(seed):
       self.network = networks_lib.make_network(config, spec)
-    self.optimizer = learners.Adam(config.learning_rate)
+    # MMD's moving magnet: a copy of the live network, refreshed every
+    # `magnet_update_steps` learner steps (None: the uniform magnet).
+    self.magnet, self._magnet_updates = None, None
+    if config.policy_loss == 'mmd' and config.magnet_update_steps:
+      self.magnet = networks_lib.make_network(config, spec)
+      self._magnet_updates = target_lib.TargetUpdater(
+          self.network.variables, self.magnet.variables,
+          period=config.magnet_update_steps)
+      self._magnet_updates.update()
+    self._steps = 0  # Learner steps (resumed from a checkpoint's).
+    self.learning_rate = tf.Variable(config.learning_rate, trainable=False,
+                                     dtype=tf.float32)
+    self.optimizer = learners.Adam(self.learning_rate)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
     self._loss = policy_loss(config)
@@ -58,7 +74,20 @@ class NeuRD(learners.Algorithm):
     return {networks_lib.POLICY: networks.get_variables(self.network)}
 
   def save(self) -> Dict[str, Any]:
-    return {'network': self.network, 'optimizer': self.optimizer}
+    saved = {'network': self.network, 'optimizer': self.optimizer}
+    if self.magnet is not None:
+      saved['magnet'] = self.magnet
+    return saved
+
+  def restore(self, restored: Any) -> None:
+    self._steps = restored.step  # The magnet's variables: restored in place.
+
+  def _set_learning_rate(self) -> None:
+    """The learning rate of step `self._steps + 1` (Config's decay)."""
+    decay = self._config.learning_rate_decay_steps
+    if decay:
+      self.learning_rate.assign(self._config.learning_rate / math.sqrt(
+          1.0 + self._steps / decay))
 
   def export_snapshot(self, path: str) -> str:
     return networks_lib.export_snapshot(self.network, self._spec, path)
@@ -72,8 +101,10 @@ class NeuRD(learners.Algorithm):
     returns = losses.discounted_returns(                        # [T, B]
         u.reward, self._config.discount * u.discount,
         tf.stop_gradient(bootstrap))
+    magnet = ({} if self.magnet is None else
+              {'magnet_logits_t': self.magnet(u.observation).logits[:-1]})
     return self._loss(out.logits[:-1], out.q[:-1], legal[:-1], u.action,
-                      returns, u.mask)
+                      returns, u.mask, **magnet)
 
   def _train_step_fn(self, iterator) -> None:
     """One update on the next batch, if one comes within the rate
@@ -106,14 +137,19 @@ class NeuRD(learners.Algorithm):
           max_in_flight_samples_per_worker=self._config.batch_size,
           rate_limiter_timeout_ms=1000, drop_remainder=False,
           unbatch_items=self._config.batched_items))
+    self._set_learning_rate()
     self._train_step(self._iterator)
     results = self._results.take()
     if results is None:  # No data within the rate limiter's timeout.
       self._iterator = None
       return None
+    self._steps += 1
+    if self._magnet_updates is not None:
+      self._magnet_updates.maybe_update(self._steps)
     lag = version - results['policy_version']                   # [B]
     metrics = {k: float(v) for k, v in results['metrics'].items()}
     metrics['charts/policy_lag'] = float(lag.mean())
+    metrics['charts/learning_rate'] = float(self.learning_rate.numpy())
     return learners.Update(
         metrics, counts={'learner_steps': 1, 'policy_lag_items': len(lag),
                          'policy_lag_sum': float(lag.sum())},

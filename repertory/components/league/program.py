@@ -45,6 +45,11 @@ from repertory.environments import multiagent
 from repertory.environments.multiagent import seat as seat_lib
 
 RULES = (*matchmaking_lib.RULES, *matchmaking_lib.MAIN_RULES)
+# Versions between snapshots unless set: with 'latest' the opponent is the
+# newest snapshot, so this is how far it lags behind the learner (naive
+# self-play wants it close); other rules sample a pool that this spreads.
+SNAPSHOT_EVERY_VERSIONS = {'latest': 20}
+DEFAULT_SNAPSHOT_EVERY_VERSIONS = 200
 # Games every evaluation of a league run plays at least (half in each seat):
 # enough that a 95% interval of the mean return excludes chance when the
 # policy is clearly better than random.
@@ -84,7 +89,7 @@ def _monitor(program: launch.Program) -> launch.PyClassNode:
 
 def make_program(make_agent_program: Callable[..., launch.Program],
                  config: Any, experiment: Any, matchmaking: str = 'pfsp',
-                 snapshot_every_versions: int = 200,
+                 snapshot_every_versions: Optional[int] = None,
                  max_snapshots: int = 1000,
                  exploitability: Optional[bool] = None,
                  **program_kwargs: Any) -> launch.Program:
@@ -96,7 +101,8 @@ def make_program(make_agent_program: Callable[..., launch.Program],
     config: the agent's config.
     experiment: an `ExperimentConfig` whose `env` is a two-player game.
     matchmaking: a rule of `RULES`.
-    snapshot_every_versions: see `LeagueNode`.
+    snapshot_every_versions: see `LeagueNode`; None: 20 with 'latest'
+      (`SNAPSHOT_EVERY_VERSIONS`), else 200.
     max_snapshots: see `LeagueNode`.
     exploitability: compute the exploitability of the newest snapshot and
       of the pool's average (None: where the game allows it; True: refuse
@@ -111,6 +117,9 @@ def make_program(make_agent_program: Callable[..., launch.Program],
     raise ValueError(f'--league={matchmaking!r}; choose one of '
                      f'{", ".join(RULES)}.')
   check_game(experiment.env)
+  if snapshot_every_versions is None:
+    snapshot_every_versions = SNAPSHOT_EVERY_VERSIONS.get(
+        matchmaking, DEFAULT_SNAPSHOT_EVERY_VERSIONS)
   if exploitability:
     reason = exploitability_lib.check_game(experiment.env)
     if reason:

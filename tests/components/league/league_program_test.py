@@ -76,6 +76,19 @@ def test_the_program_is_the_agents_own_plus_a_league(tmp_path):
                                  'evaluator', 'actor', 'league'}
 
 
+@pytest.mark.parametrize('rule, given, every', [
+    ('latest', None, 20), ('pfsp', None, 200), ('latest', 7, 7)])
+def test_latest_snapshots_often_unless_told(tmp_path, rule, given, every):
+  # With 'latest' the opponent is the newest snapshot: it lags behind the
+  # learner by up to the snapshot interval.
+  a2c = _a2c()
+  program = league.make_program(a2c.make_program, a2c.Config(),
+                                _experiment(tmp_path), matchmaking=rule,
+                                snapshot_every_versions=given)
+  [node] = program.groups['league']
+  assert node.arguments()[1]['snapshot_every_versions'] == every
+
+
 def test_a_league_on_kuhn_poker_reports_exploitability(tmp_path):
   a2c = _a2c()
   config = a2c.Config(unroll_length=5, batch_size=4, max_queue_size=16)
