@@ -228,9 +228,9 @@ def _monitor_node(tmp_path, counter, **kwargs):
   return launch.CourierNode(evaluation.RunMonitor, **values)
 
 
-def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
-  """Three actors of 7-step batches against a budget of 1,000: the monitor
-  ends the run (without waiting for a progress tick) at 1,000 to 1,018."""
+def _run_budget(tmp_path, actor, *actor_args, num_actors=1):
+  """Runs `num_actors` actors `actor(counter, monitor, *actor_args)` against
+  a monitor with a budget of 1,000 steps (test_mt); returns results.json."""
   program = launch.Program('budget_test')
   with program.group('counter'):
     counter = program.add_node(launch.CourierNode(counting.Counter))
@@ -238,13 +238,19 @@ def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
     monitor = program.add_node(_monitor_node(tmp_path, counter,
                                              max_actor_steps=1_000))
   with program.group('actor'):
-    for _ in range(3):
-      program.add_node(launch.PyNode(_budgeted_actor, counter, monitor, 7))
+    for _ in range(num_actors):
+      program.add_node(launch.PyNode(actor, counter, monitor, *actor_args))
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   assert launched.wait(timeout=120)
   with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
+    return json.load(f)
+
+
+def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
+  """Three actors of 7-step batches against a budget of 1,000: the monitor
+  ends the run (without waiting for a progress tick) at 1,000 to 1,018."""
+  results = _run_budget(tmp_path, _budgeted_actor, 7, num_actors=3)
   assert 1_000 <= results['actor_steps'] <= 1_000 + 3 * 6
 
 
@@ -278,19 +284,7 @@ def test_episodes_are_counted_with_the_steps_that_finished_them(tmp_path):
   that end after its last report (batched catch ends an episode every 10th
   step, 9 moves and the reset: the last at step 499 of its 500, after the
   report at 492) still reach results.json and episodes.csv."""
-  program = launch.Program('episodes_test')
-  with program.group('counter'):
-    counter = program.add_node(launch.CourierNode(counting.Counter))
-  with program.group('monitor'):
-    monitor = program.add_node(_monitor_node(tmp_path, counter,
-                                             max_actor_steps=1_000))
-  with program.group('actor'):
-    program.add_node(launch.PyNode(_batched_actor, counter, monitor, 2, 12))
-  launched = launch.launch(program, launch_type='test_mt',
-                           termination_notice_secs=5)
-  assert launched.wait(timeout=120)
-  with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
+  results = _run_budget(tmp_path, _batched_actor, 2, 12)
   with open(os.path.join(tmp_path, 'episodes.csv')) as f:
     rows = list(csv.DictReader(f))
   assert results['actor_steps'] == 1_000
