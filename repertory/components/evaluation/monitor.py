@@ -129,6 +129,7 @@ class RunMonitor:
     self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
     self._hold_renewed = 0.0  # When the evaluator last asked for its point.
+    self._held_at = 0  # That point.
     self._wake = threading.Event()  # Set when the run may be done.
     self._start = time.time()
     self._results: Optional[dict] = None
@@ -205,17 +206,25 @@ class RunMonitor:
     budget = self._get_budget()
     if self._finishing.is_set():
       return None
-    self._hold_renewed = time.monotonic()
+    self._hold_renewed, self._held_at = time.monotonic(), steps
     budget.hold_at(steps)
     if not budget.wait_for(steps, timeout_s):
       if int(self._counter.get_counts().get('actor_steps', 0)) < steps:
         return None  # (Actors that count without the budget: by the count.)
     return dict(self._counter.get_counts(), held=True)
 
-  def release_evaluation_point(self) -> None:
-    """Lets the actors go on past the evaluation point."""
-    if self._budget is not None:
+  def release_evaluation_point(self, next_steps: Optional[int] = None
+                               ) -> None:
+    """Lets the actors go on past the evaluation point; with `next_steps`,
+    as far as that next point, held while this evaluation runs (so a slow
+    evaluation does not let them run past it)."""
+    if self._budget is None:
+      return
+    if next_steps is None or self._finishing.is_set():
       self._budget.release()
+    else:
+      self._hold_renewed, self._held_at = time.monotonic(), next_steps
+      self._budget.hold_at(next_steps)
 
   def record_evaluation(self, actor_steps: int, learner_steps: int,
                         evaluation: Mapping[str, Any],
@@ -306,8 +315,11 @@ class RunMonitor:
                       int(counts.get('policy_lag_items', 0)))
 
   def _drop_stale_hold(self) -> None:
+    # Only once the actors wait at the point: an evaluation that runs long
+    # before they reach the next one keeps its hold.
     if (self._budget is not None and self._hold_renewed and
-        time.monotonic() - self._hold_renewed > HOLD_LEASE_SECONDS):
+        time.monotonic() - self._hold_renewed > HOLD_LEASE_SECONDS and
+        self._budget.wait_for(self._held_at, 0)):
       logging.warning('The evaluator held the budget for %.0f s without '
                       'word; the actors go on.', HOLD_LEASE_SECONDS)
       self._hold_renewed = 0.0

@@ -329,6 +329,44 @@ def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(
     assert json.load(f)['eval_episodes'] == 2
 
 
+class SlowActor(FixedActor):
+  """A FixedActor that takes 10 ms a step."""
+
+  def select_action(self, observation):
+    time.sleep(0.01)
+    return super().select_action(observation)
+
+
+def test_a_slow_evaluation_holds_the_actors_at_the_next_point(tmp_path):
+  """Evaluations every 100 steps that take longer than the actors need
+  for 100 steps: the actors wait at the next point while one runs, so
+  each later one evaluates at its point (within one batch of 7)."""
+  program = launch.Program('evaluation_points_test')
+  with program.group('counter'):
+    counter = program.add_node(launch.CourierNode(counting.Counter))
+  with program.group('monitor'):
+    monitor = program.add_node(_monitor_node(tmp_path, counter,
+                                             max_actor_steps=1_000))
+  with program.group('evaluator'):
+    program.add_node(launch.CourierNode(
+        evaluation.PeriodicEvaluator, counter, monitor,
+        functools.partial(environments.make, 'catch', seed=5),
+        functools.partial(SlowActor, 1), None, num_episodes=2,
+        every_steps=100, eval_fraction=None))
+  with program.group('actor'):
+    program.add_node(launch.PyNode(_budgeted_actor, counter, monitor, 7))
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=120)
+  with open(os.path.join(tmp_path, 'progress.csv')) as f:
+    rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
+  points = [int(r['actor_steps']) for r in rows[:-1]]  # The last: final.
+  assert len(points) >= 5, points
+  # From the second on (the first hold comes with the evaluator's first
+  # call, which the actors may beat).
+  assert all(p % 100 < 7 for p in points[1:]), points
+
+
 def test_evaluator_needs_a_cadence():
   with pytest.raises(ValueError, match='every_steps and/or every_seconds'):
     evaluation.PeriodicEvaluator(None, None, None, None, None)
