@@ -228,15 +228,20 @@ def _monitor_node(tmp_path, counter, **kwargs):
   return launch.CourierNode(evaluation.RunMonitor, **values)
 
 
-def _run_budget(tmp_path, actor, *actor_args, num_actors=1):
-  """Runs `num_actors` actors `actor(counter, monitor, *actor_args)` against
-  a monitor with a budget of 1,000 steps (test_mt); returns results.json."""
+def _run_budget(tmp_path, actor, *actor_args, num_actors=1,
+                make_evaluator=None):
+  """Runs `num_actors` actors `actor(counter, monitor, *actor_args)` (and
+  the node `make_evaluator(counter, monitor)`, if given) against a monitor
+  with a budget of 1,000 steps (test_mt); returns results.json."""
   program = launch.Program('budget_test')
   with program.group('counter'):
     counter = program.add_node(launch.CourierNode(counting.Counter))
   with program.group('monitor'):
     monitor = program.add_node(_monitor_node(tmp_path, counter,
                                              max_actor_steps=1_000))
+  if make_evaluator is not None:
+    with program.group('evaluator'):
+      program.add_node(make_evaluator(counter, monitor))
   with program.group('actor'):
     for _ in range(num_actors):
       program.add_node(launch.PyNode(actor, counter, monitor, *actor_args))
@@ -341,23 +346,12 @@ def test_a_slow_evaluation_holds_the_actors_at_the_next_point(tmp_path):
   """Evaluations every 100 steps that take longer than the actors need
   for 100 steps: the actors wait at the next point while one runs, so
   each later one evaluates at its point (within one batch of 7)."""
-  program = launch.Program('evaluation_points_test')
-  with program.group('counter'):
-    counter = program.add_node(launch.CourierNode(counting.Counter))
-  with program.group('monitor'):
-    monitor = program.add_node(_monitor_node(tmp_path, counter,
-                                             max_actor_steps=1_000))
-  with program.group('evaluator'):
-    program.add_node(launch.CourierNode(
-        evaluation.PeriodicEvaluator, counter, monitor,
-        functools.partial(environments.make, 'catch', seed=5),
-        functools.partial(SlowActor, 1), None, num_episodes=2,
-        every_steps=100, eval_fraction=None))
-  with program.group('actor'):
-    program.add_node(launch.PyNode(_budgeted_actor, counter, monitor, 7))
-  launched = launch.launch(program, launch_type='test_mt',
-                           termination_notice_secs=5)
-  assert launched.wait(timeout=120)
+  _run_budget(tmp_path, _budgeted_actor, 7, make_evaluator=lambda c, m: (
+      launch.CourierNode(
+          evaluation.PeriodicEvaluator, c, m,
+          functools.partial(environments.make, 'catch', seed=5),
+          functools.partial(SlowActor, 1), None, num_episodes=2,
+          every_steps=100, eval_fraction=None)))
   with open(os.path.join(tmp_path, 'progress.csv')) as f:
     rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
   points = [int(r['actor_steps']) for r in rows[:-1]]  # The last: final.
