@@ -166,21 +166,24 @@ def measure_raw_loops(env_spec: str, num_actors: int, num_envs: int,
 
 def measure_program(agent: str, env_spec: str, num_actors: int,
                     num_envs: int, train: bool, seconds: float,
-                    warmup: float, probe: Any = None) -> Dict[str, Any]:
+                    warmup: float, probe: Any = None,
+                    config: Any = None) -> Dict[str, Any]:
   """Steady-state actor (and learner) steps/s of a program in local_mp.
 
   `probe` (optional) has `start(launched)` and `stop(launched) -> dict`,
   called at the two ends of the measurement window, and
   `after(launched) -> dict`, called after it (still running); their dicts
   are merged into the result (`actor_profile.py` reads each node process's
-  CPU time and samples an actor's stacks there).
+  CPU time and samples an actor's stacks there). `config` (optional): the
+  agent's `Config` instead of `Config(train=train)` (agents without
+  `train`).
   """
   from repertory import agents  # pylint: disable=g-import-not-at-top
   from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
   from repertory import launch  # pylint: disable=g-import-not-at-top
   from repertory import overrides  # pylint: disable=g-import-not-at-top
   module = agents.get(agent)
-  config = module.Config(train=train)
+  config = module.Config(train=train) if config is None else config
   if _BATCHED_ITEMS.value is not None:
     config = dataclasses.replace(config, batched_items=_BATCHED_ITEMS.value)
   config = overrides.apply(config, _config_settings(_CONFIG.value))

@@ -22,6 +22,7 @@ its progress log, then interrupted. Prints one table row per agent:
 """
 
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -33,7 +34,9 @@ from typing import List, Tuple
 from absl import app
 from absl import flags
 
+from repertory import testing
 from repertory.cluster import hosts
+from repertory.cluster import netns
 
 _AGENTS = flags.DEFINE_list('agents', ['impala', 'seed'], 'Agents to run.')
 _SECONDS = flags.DEFINE_float('seconds', 60.0, 'Measured seconds per run.')
@@ -41,6 +44,8 @@ _WARMUP = flags.DEFINE_float('warmup_seconds', 20.0,
                              'Seconds after the first actor step not measured.')
 _NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actors per run.')
 _ENVS = flags.DEFINE_integer('envs_per_actor', 8, 'Environments per actor.')
+_KEEP = flags.DEFINE_bool('keep_runs', False,
+                          "Keep the runs' directories (removed by default).")
 
 _LINE = re.compile(r'\[\s*([\d.]+)s\] actor_steps=(\d+)')
 _HOST1 = 'learner=host1:1 replay=host1:1 counter=host1:1 monitor=host1:1'
@@ -67,7 +72,8 @@ def measure(cluster: hosts.Cluster, agent: str, actors: str,
           '--eval_every_steps=0', '--progress_every_seconds=1']
   start = time.monotonic()
   with open(os.path.join(root, f'{os.path.basename(logdir)}.log'), 'w') as log:
-    driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT)
+    driver = cluster.popen(1, argv, stdout=log, stderr=subprocess.STDOUT,
+                           preexec_fn=testing.like_a_shell)
   try:
     while not any(s > 0 for _, s in _progress(logdir)):
       if driver.poll() is not None:
@@ -91,14 +97,19 @@ def measure(cluster: hosts.Cluster, agent: str, actors: str,
 
 def main(argv: List[str]) -> None:
   del argv
+  reason = netns.unavailable()
+  if reason:
+    sys.exit(f'cluster_hosts: {reason}.')
   load = os.getloadavg()
   began = time.monotonic()
   with hosts.Cluster.start(3, cpus_per_host=1, head_cpus=0) as cluster:
     cluster_start = time.monotonic() - began
     root = tempfile.mkdtemp(prefix='cluster_hosts-')
-    print(f'cluster of 3 hosts up in {cluster_start:.1f} s; runs in {root}; '
-          f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}',
-          flush=True)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f'{os.cpu_count()} cores, load average at the start '
+          f'{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; cluster of 3 hosts '
+          f'up in {cluster_start:.1f} s; runs in {root}'
+          f"{'' if _KEEP.value else ' (removed at the end)'}", flush=True)
     print('| agent | start-up, 3 hosts (s) | steps/s across hosts | '
           'steps/s on one host | hop per actor step (ms) |')
     print('|---|---|---|---|---|')
@@ -110,7 +121,11 @@ def main(argv: List[str]) -> None:
       hop_ms = 1000.0 * (calls / across - calls / local)
       print(f'| {agent} | {startup:.1f} | {across:.0f} | {local:.0f} | '
             f'{hop_ms:.2f} |', flush=True)
-  print(f'load average after: {os.getloadavg()}')
+    if not _KEEP.value:
+      shutil.rmtree(root, ignore_errors=True)
+  after = os.getloadavg()
+  print(f'load average at the end {after[0]:.2f} {after[1]:.2f} '
+        f'{after[2]:.2f}')
 
 
 if __name__ == '__main__':

@@ -14,8 +14,10 @@ return (`stop_at_return` in its config.json: the command's
 `--stop_at_return`, or the environment's solved return); a run without a
 target passes on its exit status and its final evaluation is shown.
 
-A command is taken from a ```sh (or ```bash, ```console) block, with its
-`\`-continued lines joined. Training commands (`repertory.run`) run with
+A command is taken from a ```sh (or ```bash, ```console) block, or a block
+without a language that starts with a command (not output), with its `\`-continued lines joined: what follows
+the last ` && ` (README's install comes first), a shell loop's variable as 0.
+Training commands (`repertory.run`) run with
 `--max_actor_steps` cut to `--steps` and their `--logdir` moved under a
 temporary directory; each runs at most `--timeout` seconds, and passes if it
 exits 0 (or on time, for a command that serves until stopped). Commands that
@@ -45,7 +47,10 @@ _FULL = flags.DEFINE_bool('full', False, 'Run training commands with their '
                           'return.')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_BLOCK = re.compile(r'```(?:sh|bash|console|shell)\n(.*?)```', re.S)
+_SHELL = re.compile(r'```(?:sh|bash|console|shell)?')
+# A command line: environment assignments, then a program (not a listing or
+# an error message that names a command).
+_COMMAND = re.compile(r'(\$ )?([A-Z_]+=\S+ )*(python3? |unshare )')
 # What a command needs that this script does not provide: skipped.
 NEEDS = {
     '--lp_launch_type=ray': 'a Ray cluster',
@@ -53,37 +58,56 @@ NEEDS = {
     'remote:': 'a remote environment service',
     '--ray_address': 'a Ray cluster',
     '<': 'a placeholder to fill in',
+    '=... ': 'a placeholder to fill in',
 }
 
 
 def extract(path: str) -> List[Tuple[int, str]]:
-  """(line, command) of each `python -m repertory.` command in `path`."""
+  """(line, command) of each `python -m repertory.` command in `path`: in
+  code blocks without a language or marked as shell (not ```python)."""
   with open(path) as f:
-    text = f.read()
+    lines = f.read().splitlines()
   commands = []
-  for block in _BLOCK.finditer(text):
-    start = text.count('\n', 0, block.start(1)) + 1
-    joined, first = '', None
-    for offset, line in enumerate(block.group(1).splitlines()):
-      line = line.strip()
-      if first is None:
-        first = start + offset
-      joined += ' ' + line.rstrip('\\').strip()
-      if line.endswith('\\'):
-        continue
-      if 'python -m repertory.' in joined:
-        commands.append((first, joined.strip()))
+  shell = None  # Inside a block: whether it holds shell commands.
+  joined, first = '', None
+  untagged_start = False  # The first line of a block without a language.
+  for number, line in enumerate(lines, start=1):
+    if line.lstrip().startswith('```'):
+      shell = (_SHELL.fullmatch(line.strip()) is not None
+               if shell is None else None)
+      untagged_start = shell and line.strip() == '```'
       joined, first = '', None
+      continue
+    if not shell:
+      continue
+    line = line.strip()
+    if untagged_start and line:
+      untagged_start = False
+      if not (line.startswith('#') or _COMMAND.match(line)):
+        shell = False  # A block of output, not of commands.
+        continue
+    if first is None:
+      first = number
+    joined += ' ' + line.rstrip('\\').strip()
+    if line.endswith('\\'):
+      continue
+    joined = joined.strip()
+    if 'python -m repertory.' in joined and _COMMAND.match(joined):
+      commands.append((first, joined[2:] if joined[:2] == '$ ' else joined))
+    joined, first = '', None
   return commands
 
 
 def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],
                                                   Dict[str, str], str]:
   """(argv to run or None to skip, environment additions, why skipped)."""
-  for needle, what in NEEDS.items():
-    if needle in command:
-      return None, {}, f'needs {what}'
+  if command.startswith('python3 -m venv '):  # README's install, then it.
+    command = command.rsplit(' && ', 1)[-1]
+  command = re.sub(r'\$[a-z]\b', '0', command)  # A loop's variable: its first.
   words = shlex.split(command, comments=True)
+  for needle, what in NEEDS.items():
+    if needle in ' '.join(words) + ' ':
+      return None, {}, f'needs {what}'
   if any('runs/' in w for w in words if not w.startswith('--logdir=')):
     return None, {}, "needs another command's run directory"
   env = {}

@@ -3,9 +3,9 @@
 the tests' `repertory.testing.loopback_ray_cluster`), then shuts the cluster
 down. Exits with the run's exit status.
 
-    python benchmarks/on_loopback_ray.py --agent=selfplay \\
-        --env=openspiel:kuhn_poker --config.matchmaking=pfsp \\
-        --config.num_exploiters=1 --logdir=/tmp/exploiters_ray
+    python benchmarks/on_loopback_ray.py --agent=neurd --league=pfsp \\
+        --env=openspiel:kuhn_poker \\
+        --logdir=/tmp/neurd_ray
 """
 
 import os

@@ -9,7 +9,8 @@ solve Catch. Results go to BENCHMARKS.md ("Remote environment throughput").
   python benchmarks/remote_throughput.py \
       --part=solve --agent=ppo --processes=4 --threads=4
 
-throughput: SEED on `remote:catch` in local_mt (learner training), N
+throughput: SEED on `remote:catch` in local_mt (learner training; min(N, 4)
+actors x N / actors slot environments), N
 concurrent remote episodes from min(N, 4) Python client processes
 (`repertory_remote.catch_client --threads`), actions/s and p50/p99 action
 latency over all actions after a warm-up; then the same SEED program on
@@ -18,8 +19,10 @@ local `catch` with in-process actors stepping N environments
 solve: N client processes (node or python, `--threads` episodes at a time
 each, default 1) play until the monitor's mean return of the last 100
 episodes reaches 0.9; the final evaluation plays 20 episodes of local catch.
-`--agent` picks the learner: seed (V-trace, default), ppo or r2d2, each with
-its default config except the overrides in `SOLVE_CONFIGS`.
+`--agent` picks the agent (seed by default; any agent of `repertory.agents`
+whose actors step environments), with its default config except the
+overrides in `SOLVE_CONFIGS`; its own actors step one environment per
+concurrent remote episode.
 
 Each row is printed as JSON as it is measured; at the end the script prints
 the Markdown table (throughput) or row (solve) that BENCHMARKS.md shows,
@@ -40,17 +43,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 TOKEN = 'benchmark-token'
 # Per-agent config overrides of the solve runs (defaults otherwise).
-SOLVE_CONFIGS = {'seed': {}, 'ppo': {}, 'r2d2': {}}
-# PPO: num_actors x envs_per_actor unrolls per round; R2D2: the Ape-X
-# epsilons spread over num_actors values. Both: the greedy evaluation on
-# local catch (which judges --stop_at_return) every 2,000 steps.
+SOLVE_CONFIGS = {}
+# The actors are min(N, 4) x N / actors environments for N concurrent
+# episodes. PPO: the greedy evaluation on local catch (which judges
+# --stop_at_return) every 2,000 steps.
 SOLVE_EXPERIMENTS = {
-    'seed': {},
-    'ppo': dict(num_actors=2, envs_per_actor=8, eval_every_steps=2_000),
+    'ppo': dict(eval_every_steps=2_000),
     # R2D2's greedy evaluation swings between evaluations early on (one at
     # 1.0 stopped a run whose final evaluation was 0.5): a fixed budget, then
     # 100 final evaluation episodes.
-    'r2d2': dict(num_actors=4, stop_at_return=None, max_actor_steps=40_000,
+    'r2d2': dict(stop_at_return=None, max_actor_steps=40_000,
                  eval_episodes=100)}
 
 
@@ -77,16 +79,23 @@ def _client(kind, address_file, *args):
                           text=True, env=env)
 
 
-def _remote_program(logdir, agent='seed', **kwargs):
-  import importlib  # pylint: disable=g-import-not-at-top
-  from repertory.remote import options as options_lib  # pylint: disable=g-import-not-at-top
-  module = importlib.import_module(f'repertory.agents.{agent}')
+def _remote_program(logdir, episodes, agent='seed', **kwargs):
+  """The agent's program on `remote:catch` with one environment per
+  concurrent remote episode: min(episodes, 4) actors."""
+  # pylint: disable=g-import-not-at-top
+  from repertory import agents
+  from repertory.remote import options as options_lib
+  from repertory.remote import program as remote_program
+  # pylint: enable=g-import-not-at-top
+  module = agents.get(agent)
   address_file = os.path.join(logdir, 'remote', 'address')
-  program = module.make_program(
-      module.Config(**SOLVE_CONFIGS[agent]),
+  actors = min(episodes, 4)
+  kwargs = dict(dict(num_actors=actors, envs_per_actor=episodes // actors),
+                **kwargs)
+  program = remote_program.make_program(
+      module.make_program, module.Config(**SOLVE_CONFIGS.get(agent, {})),
       _experiment(logdir, 'remote:catch', agent, **kwargs),
-      remote_options=options_lib.RemoteOptions(
-          token_value=TOKEN, address_file=address_file))
+      options_lib.RemoteOptions(token_value=TOKEN, address_file=address_file))
   return program, address_file
 
 
@@ -96,7 +105,7 @@ def throughput(episodes, seconds):
   rows = []
   for n in episodes:
     with tempfile.TemporaryDirectory() as logdir:
-      program, address_file = _remote_program(logdir)
+      program, address_file = _remote_program(logdir, n)
       launched = launch.launch(program, launch_type='local_mt',
                                termination_notice_secs=5, block=False)
       processes = min(n, 4)
@@ -174,8 +183,9 @@ def solve(kind, processes, timeout, agent='seed', threads=1):
   with tempfile.TemporaryDirectory() as logdir:
     settings = dict(stop_at_return=0.9, eval_episodes=20,
                     max_actor_steps=500_000)
-    settings.update(SOLVE_EXPERIMENTS[agent])
-    program, address_file = _remote_program(logdir, agent, **settings)
+    settings.update(SOLVE_EXPERIMENTS.get(agent, {}))
+    program, address_file = _remote_program(logdir, processes * threads,
+                                            agent, **settings)
     start = time.monotonic()
     launched = launch.launch(program, launch_type='local_mt',
                              termination_notice_secs=5, block=False)
@@ -217,8 +227,8 @@ def main():
   parser.add_argument('--processes', type=int, default=4)
   parser.add_argument('--threads', type=int, default=1,
                       help='concurrent episodes per client process')
-  parser.add_argument('--agent', choices=('seed', 'ppo', 'r2d2'),
-                      default='seed')
+  parser.add_argument('--agent', default='seed',
+                      help='any agent of repertory.agents (impala, ppo, ...)')
   parser.add_argument('--timeout', type=float, default=240.0)
   args = parser.parse_args()
   started, load = time.gmtime(), os.getloadavg()[0]

@@ -1,13 +1,12 @@
-r"""Connect Four: train the selfplay (or alphazero) agent, then play it
+r"""Connect Four: train the alphazero agent, then play it
 against a random player and OpenSpiel's MCTS bot as first and as second
 player.
 
   python benchmarks/selfplay_connect_four.py --seconds=420 --out=/tmp/c4 \
       --games=200 --mcts_simulations=100
 
-Training runs `python -m repertory.run --agent=selfplay` (local_mt, one
-actor) for `--seconds`; with `--agent=alphazero`, that agent (local_mp,
-`--num_actors` actors). Rerunning with the same --out continues the same run
+Training runs `python -m repertory.run --agent=alphazero` (local_mp,
+`--num_actors` actors) for `--seconds`. Rerunning with the same --out continues the same run
 (and league) (train in chunks). `--train=false` only plays. Results (the tables of
 `repertory.play`, the league's Elo per snapshot, games/s and actor steps/s)
 are appended to the list in `<out>/connect_four.json`, one entry per
@@ -37,16 +36,14 @@ _ENV = flags.DEFINE_string('env', 'openspiel:connect_four', 'The game: '
 _TRAIN = flags.DEFINE_bool('train', True, 'Train a chunk first.')
 _GAMES = flags.DEFINE_integer('games', 200, 'Games per seat and opponent.')
 _MCTS = flags.DEFINE_integer('mcts_simulations', 100, 'MCTS simulations.')
-_MATCHMAKING = flags.DEFINE_string('matchmaking', 'pfsp', 'Matchmaking rule.')
 _CONFIG = flags.DEFINE_multi_string('config', [], 'Extra k=v agent settings.')
-_ENVS = flags.DEFINE_integer('envs_per_actor', 32, 'Games per actor.')
 _GREEDY = flags.DEFINE_bool('greedy', False, 'The trained policy plays its '
                             'most likely legal move (repertory.play --greedy).')
 _SNAPSHOTS = flags.DEFINE_list('snapshots', [], 'League snapshots to play '
                                'too, e.g. main@v600,main@v1200.')
 _SEARCH = flags.DEFINE_integer('search', 0, 'Also play the network '
                                'searching with this many simulations (0: no).')
-_AGENT = flags.DEFINE_enum('agent', 'selfplay', ['selfplay', 'alphazero'],
+_AGENT = flags.DEFINE_enum('agent', 'alphazero', ['alphazero'],
                            'The agent to train.')
 _NUM_ACTORS = flags.DEFINE_integer('num_actors', 2, 'Actors (alphazero).')
 _OPPONENTS = flags.DEFINE_list('opponents', ['random', 'mcts'], 'Which to '
@@ -57,14 +54,7 @@ def train(logdir: str) -> None:
   command = [sys.executable, '-m', 'repertory.run', f'--agent={_AGENT.value}',
              f'--env={_ENV.value}', '--max_actor_steps=1000000000000',
              '--stop_at_return=never', f'--logdir={logdir}']
-  if _AGENT.value == 'selfplay':
-    command += ['--lp_launch_type=local_mt', '--num_actors=1',
-                f'--envs_per_actor={_ENVS.value}',
-                f'--config.matchmaking={_MATCHMAKING.value}',
-                '--config.max_player_steps=21']
-  else:
-    command += ['--lp_launch_type=local_mp',
-                f'--num_actors={_NUM_ACTORS.value}']
+  command += ['--lp_launch_type=local_mp', f'--num_actors={_NUM_ACTORS.value}']
   command += [f'--config.{c}' for c in _CONFIG.value]
   print(' '.join(command), flush=True)
   process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
@@ -126,13 +116,6 @@ def main(argv):
     header, *rows = [line.strip().split(',') for line in f if line.strip()]
   results['progress_last'] = dict(zip(header, rows[-1])) if rows else {}
   results['snapshots'] = []
-  if _AGENT.value == 'selfplay':
-    with open(os.path.join(logdir, 'league', 'league.json')) as f:
-      league = json.load(f)
-    results['snapshots'] = [
-        {'id': p['id'], 'step': p['step'], 'elo': league['elo'].get(p['id'])}
-        for p in league['players']]
-    results['main_elo'] = league['elo'].get('main')
   for name in _OPPONENTS.value:
     opponent = 'random' if name == 'random' else f'mcts:{_MCTS.value}'
     results[opponent] = play(logdir, opponent)

@@ -1,10 +1,11 @@
-r"""Exploitability over wall time: the selfplay agent's league on a poker game
+r"""Exploitability over wall time: the neurd agent's league on a poker game
 beside OpenSpiel's tabular CFR run for the same wall time.
 
   python benchmarks/selfplay_poker.py --game=kuhn_poker --seconds=240 \
       --matchmaking=latest --out=/tmp/selfplay_kuhn
 
-Trains `python -m repertory.run --agent=selfplay` (local_mt, one actor) for
+Trains `python -m repertory.run --agent=neurd --league=<matchmaking>`
+(local_mt, one actor) for
 `--seconds`, then reads the league's snapshots (their wall time is in
 league.json) and computes OpenSpiel's exploitability of each snapshot and
 of the average of the pool so far (each snapshot chosen with equal
@@ -46,12 +47,11 @@ _RESUME = flags.DEFINE_bool('train', True, 'Train (False: only evaluate the '
 
 
 def train(logdir: str) -> None:
-  command = [sys.executable, '-m', 'repertory.run', '--agent=selfplay',
+  command = [sys.executable, '-m', 'repertory.run', '--agent=neurd',
              f'--env=openspiel:{_GAME.value}', '--lp_launch_type=local_mt',
              '--num_actors=1', f'--envs_per_actor={_ENVS.value}',
              '--max_actor_steps=1000000000000', '--stop_at_return=never',
-             f'--logdir={logdir}',
-             f'--config.matchmaking={_MATCHMAKING.value}'] + [
+             f'--logdir={logdir}', f'--league={_MATCHMAKING.value}'] + [
                  f'--config.{c}' for c in _CONFIG.value]
   print(' '.join(command), flush=True)
   start = time.time()
@@ -101,34 +101,38 @@ def training_seconds(logdir: str):
 
 def league_curve(logdir: str, game):
   """[(seconds, step, exploitability of the snapshot, of the average)]."""
-  from repertory.agents.selfplay import config as config_lib  # pylint: disable=g-import-not-at-top
-  from repertory.agents.selfplay import networks  # pylint: disable=g-import-not-at-top
-  from repertory.agents.selfplay import program  # pylint: disable=g-import-not-at-top
-  from repertory.components import league as league_lib  # pylint: disable=g-import-not-at-top
-  from repertory.environments.multiagent import openspiel_policy as op  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  import dataclasses
+  import numpy as np
+  from repertory import experiment as experiment_lib
+  from repertory.agents import neurd
+  from repertory.agents.neurd import acting
+  from repertory.agents.neurd import learning
+  from repertory.components import league as league_lib
+  from repertory.components.league import storage
+  from repertory.environments.multiagent import openspiel_policy as op
+  # pylint: enable=g-import-not-at-top
   with open(os.path.join(logdir, 'config.json')) as f:
     saved = json.load(f)['agent']
-  import dataclasses  # pylint: disable=g-import-not-at-top
-  fields = {f.name for f in dataclasses.fields(config_lib.Config)}
-  config = config_lib.Config(**{k: tuple(v) if isinstance(v, list) else v
-                                for k, v in saved.items() if k in fields})
-  spec, _ = program.game_specs(f'openspiel:{_GAME.value}', config)
-  league = league_lib.League(
-      os.path.join(logdir, 'league'),
-      lambda: networks.network_for(spec, config))
-  players = league.players()
+  fields = {f.name for f in dataclasses.fields(neurd.Config)}
+  config = neurd.Config(**{k: tuple(v) if isinstance(v, list) else v
+                           for k, v in saved.items() if k in fields})
+  env = f'openspiel:{_GAME.value}'
+  spec = experiment_lib.environment_spec(
+      lambda seed=None: league_lib.against_random(env, seed or 0))
+  template = learning.NeuRD(config, spec, None, '').policy_variables()
+  weights = storage.WeightStore(os.path.join(logdir, 'league', 'weights'))
+  with open(os.path.join(logdir, 'league', 'league.json')) as f:
+    players = json.load(f)['players']
   seconds = training_seconds(logdir)
   curve, pool = [], []
   for player in players:
-    _, weights = league.get_weights(player['id'])
-    if config.use_lstm:  # Each information state: the player's views so far.
-      from repertory.agents.actor_critic import lstm_policy  # pylint: disable=g-import-not-at-top
-      policy = lstm_policy.LSTMPolicy.from_weights(weights)
-      table = op.recurrent_tabular_policy(game,
-                                          policy.sequence_probabilities)
-    else:
-      policy = league_lib.MLPPolicy(weights)
-      table = op.tabular_policy(game, policy.probabilities)
+    policy = acting.LegalPolicy(int(spec.actions.num_values), 0.0,
+                                activation=config.activation)
+    policy.set_weights(weights.load(player['id'], template)['policy'])
+    probabilities = lambda obs, legal, p=policy: np.exp(  # pylint: disable=g-long-lambda
+        p.behaviour_log_probs(np.concatenate([obs, legal], axis=-1)))
+    table = op.tabular_policy(game, probabilities)
     pool.append(table)
     curve.append({
         'seconds': seconds(player.get('time', 0.0)), 'step': player['step'],
@@ -207,10 +211,10 @@ def plot(result: dict, path: str) -> None:
   league, cfr = result['league'], [p for p in result['cfr'] if p]
   fig, ax = plt.subplots(figsize=(6, 4))
   ax.plot([p['seconds'] for p in league], [p['snapshot'] for p in league],
-          label=f'selfplay ({result["matchmaking"]}): each snapshot',
+          label=f'neurd ({result["matchmaking"]}): each snapshot',
           alpha=0.5)
   ax.plot([p['seconds'] for p in league], [p['average'] for p in league],
-          label='selfplay: average of the pool so far')
+          label='neurd: average of the pool so far')
   if cfr:
     ax.plot([p['seconds'] for p in cfr], [p['exploitability'] for p in cfr],
             label='OpenSpiel CFR (C++), average policy')

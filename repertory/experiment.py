@@ -217,13 +217,16 @@ def add_monitor(program: launch.Program,
   (group 'evaluator'). Returns the monitor's handle.
 
   `make_environment` builds the evaluation environment (default:
-  `experiment.env` seeded with `eval_seed`; the self-play agents' is the
-  learner's seat against a random player); `metadata` adds to what
-  results.json records of the run."""
+  `experiment.env` seeded with `eval_seed`, or the spec its factory names
+  as `evaluation_env`, as remote slots name a local copy; the self-play
+  agents' is the learner's seat against a random player); `metadata` adds
+  to what results.json records of the run."""
   if make_environment is None:
     from repertory import environments  # pylint: disable=g-import-not-at-top
     make_environment = functools.partial(
-        environments.make, experiment.env, seed=experiment.eval_seed)
+        environments.make,
+        getattr(experiment.env, 'evaluation_env', experiment.env),
+        seed=experiment.eval_seed)
   metadata = {
       'agent': experiment.agent,
       'env': env_name(experiment.env),
@@ -249,7 +252,9 @@ def add_monitor(program: launch.Program,
         replay=replay,
         progress_every_seconds=experiment.progress_every_seconds,
         judge_evaluation=experiment.evaluates_periodically,
-        stop_evaluations=experiment.stop_evaluations))
+        stop_evaluations=experiment.stop_evaluations,
+        eval_every_steps=(experiment.eval_every_steps
+                          if experiment.evaluates_periodically else 0)))
   if experiment.evaluates_periodically:
     with program.group('evaluator'):
       program.add_node(launch.CourierNode(

@@ -14,6 +14,10 @@ Player specs:
   mcts:<simulations>  OpenSpiel's MCTS bot (random rollouts; OpenSpiel games)
   run:<logdir>        the latest learner checkpoint of a selfplay run
   run:<logdir>@<id>   a league snapshot of that run, e.g. run:runs/x@main@v400
+  pool:<logdir>       the league pool's average policy of a run (--league or
+                      selfplay): each game, one snapshot of the pool picked
+                      uniformly plays it through (the mixed strategy whose
+                      behaviour policy is the pool's average)
   ckpt:<path>         a checkpoint of a policy network (`ckpt-N` prefix): an
                       MLP, or IMPALA's LSTM (`--config.use_lstm`), whose state
                       runs through each game
@@ -26,6 +30,15 @@ Player specs:
 Each player plays `--games` games in every seat (first and second for two
 players); the table gives the first player's wins, draws, losses and mean
 return per seating.
+
+`--export=<path>` plays nothing: it writes the first player's policy (a
+`run:`, `pool:` or `ckpt:` MLP policy) as a tabular OpenSpiel policy, JSON
+{"game", "exploitability", "policy": {information state: action
+probabilities}}, for two-player zero-sum games small enough to traverse
+(Kuhn poker, Leduc poker):
+
+  python -m repertory.play --env=openspiel:kuhn_poker \
+      --players=pool:runs/kuhn --export=runs/kuhn/pool_policy.json
 """
 
 import glob
@@ -52,6 +65,9 @@ def define_flags() -> None:
   flags.DEFINE_bool('greedy', False, 'Saved policies play their most '
                     'likely legal move instead of sampling.')
   flags.DEFINE_string('json', None, 'Also write the table as JSON here.')
+  flags.DEFINE_string('export', None, "Write the first player's policy as "
+                      'a tabular OpenSpiel policy (JSON) here instead of '
+                      'playing (see the module docstring).')
 
 # player(env, timestep, player index) -> action
 Player = Callable[[Any, Any, int], int]
@@ -73,11 +89,49 @@ def _checkpoint_weights(prefix: str) -> Dict[str, np.ndarray]:
   return weights
 
 
+def _npz_path(logdir: str, snapshot: str) -> str:
+  """Where a `--league` run keeps snapshot `snapshot`'s weights."""
+  from repertory.components.league import storage  # pylint: disable=g-import-not-at-top
+  return storage.WeightStore.path_in(os.path.join(logdir, 'league',
+                                                  'weights'), snapshot)
+
+
+def _snapshot_weights(path: str) -> Dict[str, np.ndarray]:
+  """The MLP policy weights of a league snapshot file (checkpoint prefix or
+  `.npz` of a `--league` run)."""
+  if not path.endswith('.npz'):
+    return _checkpoint_weights(path)
+  from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
+  from repertory.components.league import storage  # pylint: disable=g-import-not-at-top
+  directory, name = os.path.split(path)
+  groups = storage.WeightStore(directory).load_file(name)
+  weights = exploitability.mlp_weights(groups)
+  if weights is None:
+    raise ValueError(f'Snapshot {path!r} holds no MLP policy weights '
+                     f'(groups: {sorted(groups)}).')
+  return weights
+
+
+def pool_weights(logdir: str) -> List[Dict[str, np.ndarray]]:
+  """The weights of every snapshot in the league pool of run `logdir`."""
+  path = os.path.join(logdir, 'league', 'league.json')
+  if not os.path.exists(path):
+    raise ValueError(f'Player pool:{logdir}: no league in {logdir!r} (no '
+                     f'{path}); a pool comes from a --league run.')
+  with open(path) as f:
+    ids = [p['id'] for p in json.load(f)['players']]
+  if not ids:
+    raise ValueError(f'Player pool:{logdir}: its league has no snapshots.')
+  return [_snapshot_weights(_run_checkpoint(f'{logdir}@{i}')) for i in ids]
+
+
 def _run_checkpoint(spec: str) -> str:
   logdir, _, snapshot = spec.partition('@')
   if not os.path.isdir(logdir):
     raise ValueError(f'Player {"run:" + spec!r}: no run directory {logdir!r}.')
   if snapshot:
+    if os.path.exists(_npz_path(logdir, snapshot)):
+      return _npz_path(logdir, snapshot)
     tagged = glob.glob(os.path.join(logdir, 'league', 'snapshots', 'tags',
                                     snapshot, 'ckpt-*.index'))
     if not tagged:
@@ -116,29 +170,88 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
     return lambda env_, timestep, p: int(bot.step(env_.state))
   if kind == 'search':
     return _search_player(spec, env, seed)
+  if kind == 'pool':
+    return _PoolPlayer([_mlp_player(w, rng, greedy)
+                        for w in pool_weights(rest)], rng)
   if kind in ('run', 'ckpt'):
-    from repertory.components import league  # pylint: disable=g-import-not-at-top
     weights = _network_weights(spec)
     if 'core/lstm/w_h' in weights:  # IMPALA's LSTM (--config.use_lstm).
       return _LSTMPlayer(weights, env, rng, greedy)
-    policy = league.MLPPolicy(weights)
-
-    def act(env_, timestep, p):
-      del env_
-      obs = timestep.observation
-      action, _ = policy.act(obs['observation'][p][None],
-                             obs['legal_actions'][p][None], rng, greedy)
-      return int(action[0])
-    return act
+    return _mlp_player(weights, rng, greedy)
   raise ValueError(f'Unknown player spec {spec!r}; expected human, random, '
                    'mcts:<simulations>, run:<logdir>[@<snapshot>], '
-                   'ckpt:<path> or search:<simulations>:<run:... or ckpt:...>.')
+                   'pool:<logdir>, ckpt:<path> or '
+                   'search:<simulations>:<run:... or ckpt:...>.')
+
+
+def _mlp_player(weights: Dict[str, np.ndarray], rng: np.random.Generator,
+                greedy: bool) -> Player:
+  """An MLP policy's player, on the view its network was trained on."""
+  from repertory.components import league  # pylint: disable=g-import-not-at-top
+  from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
+  policy = league.MLPPolicy(weights)
+
+  def act(env_, timestep, p):
+    del env_
+    obs = timestep.observation
+    legal = np.asarray(obs['legal_actions'][p], np.float32)[None]
+    action, _ = policy.act(exploitability.network_input(
+        weights, np.asarray(obs['observation'][p])[None], legal), legal,
+                           rng, greedy)
+    return int(action[0])
+  return act
+
+
+class _PoolPlayer:
+  """The pool's average policy: one snapshot, picked uniformly per game,
+  plays the whole game."""
+
+  def __init__(self, players: List[Player], rng: np.random.Generator):
+    self._players, self._rng = players, rng
+    self._current = players[0]
+
+  def new_game(self) -> None:
+    self._current = self._players[int(self._rng.integers(len(self._players)))]
+
+  def __call__(self, env_, timestep, p) -> int:
+    return self._current(env_, timestep, p)
+
+
+def export_table(spec: str, env_spec: str, path: str) -> float:
+  """Writes player `spec`'s policy (run:, pool: or ckpt: MLP weights) on
+  game `env_spec` as a tabular OpenSpiel policy in JSON; returns its
+  exploitability."""
+  from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
+  kind, _, rest = spec.partition(':')
+  if kind not in ('run', 'pool', 'ckpt'):
+    raise ValueError(f'--export writes run:, pool: or ckpt: players; got '
+                     f'{spec!r}.')
+  metric = exploitability.Exploitability(env_spec)
+  try:
+    pool = (pool_weights(rest) if kind == 'pool' else
+            [_network_weights(spec)])
+    for i, weights in enumerate(pool):
+      metric.add(str(i), {'policy': weights})
+    table = metric.average()
+    value = metric.exploitability(table)
+  finally:
+    metric.close()
+  probabilities = {
+      state: [float(p) for p in table.action_probability_array[index]]
+      for state, index in table.state_lookup.items()}
+  with open(path + '.tmp', 'w') as f:
+    json.dump({'game': env_spec, 'player': spec, 'exploitability': value,
+               'policy': probabilities}, f, indent=1, sort_keys=True)
+  os.replace(path + '.tmp', path)
+  return value
 
 
 def _network_weights(spec: str) -> Dict[str, np.ndarray]:
   """The weights of a `run:` or `ckpt:` player."""
   kind, _, rest = spec.partition(':')
-  return _checkpoint_weights(_run_checkpoint(rest) if kind == 'run' else rest)
+  if kind == 'run':
+    return _snapshot_weights(_run_checkpoint(rest))
+  return _checkpoint_weights(rest)
 
 
 def _search_player(spec: str, env: Any, seed: int) -> Player:
@@ -170,7 +283,7 @@ def check_run_env(spec: str, env_spec: str) -> None:
     spec = spec[len('search:'):].partition(':')[2]
   kind, _, rest = spec.partition(':')
   path = os.path.join(rest.partition('@')[0], 'config.json')
-  if kind != 'run' or not os.path.exists(path):
+  if kind not in ('run', 'pool') or not os.path.exists(path):
     return
   with open(path) as f:
     trained = json.load(f).get('experiment', {}).get('env')
@@ -249,6 +362,11 @@ def main(argv):
                        'game (openspiel:<game>, pettingzoo:<module>).')
     for spec in FLAGS.players:
       check_run_env(spec, FLAGS.env)
+    if FLAGS.export:
+      value = export_table(FLAGS.players[0], FLAGS.env, FLAGS.export)
+      print(f'{FLAGS.players[0]}: exploitability {value:.4f} on '
+            f'{FLAGS.env}; wrote {FLAGS.export}')
+      return
     players = [make_player(spec, env, FLAGS.seed + i, FLAGS.greedy)
                for i, spec in enumerate(FLAGS.players)]
     rows = play(env, players, FLAGS.games)

@@ -24,6 +24,11 @@ from absl import flags
 import numpy as np
 
 PROGRESS_FILE = 'progress.csv'
+# What is drawn unless --metrics says: the returns, and a league's
+# exploitability (of the newest snapshot and of the pool's average) where a
+# run has it.
+DEFAULT_METRICS = ('episode_return_mean', 'eval_return_mean',
+                   'exploitability', 'exploitability_pool')
 _SEED_PART = re.compile(r'([-_/]?seed[-_]?\d+)')
 
 
@@ -32,7 +37,7 @@ def define_flags() -> None:
   repertory.results, which has an `--out` of its own, can import it)."""
   flags.DEFINE_string('out', 'curves.png', 'Where to write the PNG.')
   flags.DEFINE_list(
-      'metrics', ['episode_return_mean', 'eval_return_mean'],
+      'metrics', list(DEFAULT_METRICS),
       'The progress.csv columns to plot, one row of panels each (a column no '
       'run has is skipped).')
 
@@ -140,8 +145,7 @@ def mean_and_range(curves: Sequence[Tuple[np.ndarray, np.ndarray]],
 
 
 def plot(paths: Sequence[str], out: str,
-         metric: Union[str, Sequence[str]] = ('episode_return_mean',
-                                              'eval_return_mean')) -> str:
+         metric: Union[str, Sequence[str]] = DEFAULT_METRICS) -> str:
   """Draws the learning curves of the runs under `paths` to `out` (PNG)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')

@@ -55,6 +55,7 @@ from repertory.components import checkpointing
 from repertory.launch.api import errors as launch_errors
 from repertory.launch.process import startup_gc
 from repertory.remote import flags as remote_flags
+from repertory.remote import program as remote_program
 
 # ExperimentConfig fields that are not experiment flags: the launch type is
 # --lp_launch_type (repertory.launch's flag), the checkpoint settings are
@@ -105,10 +106,22 @@ _LEAGUE = flags.DEFINE_enum(
     "Self-play: --agent's own program in a league on a two-player game "
     '(--env=openspiel:<game>), opponents per episode by this matchmaking '
     'rule (docs/selfplay.md).')
+_LEAGUE_SNAPSHOT_EVERY = flags.DEFINE_integer(
+    'league_snapshot_every', None,
+    "With --league: freeze the learner's weights into the pool each time "
+    'its version moved this many versions past the newest snapshot (unset: '
+    "the rule's default, docs/selfplay.md).", lower_bound=1)
+_LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
+    'league_exploitability', None,
+    'With --league: report the exploitability of the newest snapshot and of '
+    "the pool's average policy as the run goes (OpenSpiel's, for small "
+    'two-player zero-sum games such as kuhn_poker and leduc_poker). Unset: '
+    'wherever the game allows it; set: refuse a game that does not.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
-                'league', 'lp_launch_type', 'ray_address', 'lp_resources',
-                'lp_termination_notice_secs')
+                'league', 'league_snapshot_every', 'league_exploitability',
+                'lp_launch_type',
+                'ray_address', 'lp_resources', 'lp_termination_notice_secs')
 
 
 def _error(message: Any) -> None:
@@ -157,10 +170,18 @@ def _build() -> Tuple[Any, Any, Any]:
   make_program = agent.make_program
   if _LEAGUE.value:  # Self-play: the agent's program in a league.
     from repertory.components import league  # pylint: disable=g-import-not-at-top
-    make_program = functools.partial(league.make_program, make_program,
-                                     matchmaking=_LEAGUE.value)
-  program = make_program(config, experiment, **remote_flags.program_kwargs(
-      experiment.agent, experiment.env))  # --env=remote:<spec>: docs/remote.md
+    make_program = functools.partial(
+        league.make_program, make_program, matchmaking=_LEAGUE.value,
+        snapshot_every_versions=_LEAGUE_SNAPSHOT_EVERY.value,
+        exploitability=_LEAGUE_EXPLOITABILITY.value)
+  elif _LEAGUE_EXPLOITABILITY.value or _LEAGUE_SNAPSHOT_EVERY.value:
+    raise ValueError('--league_exploitability and --league_snapshot_every '
+                     'need --league=<rule>.')
+  if remote_program.is_remote(experiment.env):  # docs/remote.md
+    make_program = functools.partial(remote_program.make_program,
+                                     make_program,
+                                     options=remote_flags.options())
+  program = make_program(config, experiment)
   resources = launch.parse_resources(flags.FLAGS.lp_resources or '')
   if resources:  # Refused here, before the run directory.
     launch.check_resources(program, resources, experiment.launch_type)

@@ -145,3 +145,59 @@ def test_a_human_player_stops_at_the_end_of_input():
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       'repertory.play: stopped (end of input).')
+
+
+def _league_run(directory, biases):
+  """A `--league` run's league: one MLP snapshot per head bias, on the
+  seat's flat view (Kuhn's 11 information-state numbers, 2 legal bits)."""
+  league = league_lib.League(str(directory / 'league'), None)
+  store = league_lib.WeightStore(str(directory / 'league' / 'weights'))
+  for version, bias in enumerate(biases):
+    player = league.add_player(None, version, version)
+    store.save(player, {'policy': {
+        'torso/mlp/layers/0/w': np.zeros((13, 4), np.float32),
+        'torso/mlp/layers/0/b': np.zeros(4, np.float32),
+        'head/policy/w': np.zeros((4, 2), np.float32),
+        'head/policy/b': np.asarray(bias, np.float32)}})
+  league.save()
+  return directory
+
+
+def test_the_pool_plays_one_snapshot_per_game(tmp_path):
+  run = _league_run(tmp_path, [[20.0, 0.0], [0.0, 20.0]])  # Pass; bet.
+  env = environments.make('openspiel:kuhn_poker', seed=0)
+  player = play.make_player(f'pool:{run}', env, 0, False)
+  first_moves = []
+  for _ in range(300):
+    player.new_game()
+    timestep = env.reset()
+    moves = {player(env, timestep, 0) for _ in range(5)}
+    assert len(moves) == 1  # One snapshot plays the whole game.
+    first_moves.append(moves.pop())
+  assert 0.4 < np.mean(first_moves) < 0.6
+  # A snapshot of the run alone, from its weights file.
+  alone = play.make_player(f'run:{run}@main@v1', env, 0, False)
+  assert alone(env, env.reset(), 0) == 1
+  rows = play.play(env, [player, play.make_player('random', env, 1, False)],
+                   50)
+  assert sum(r['games'] for r in rows) == 100
+
+
+def test_the_pool_average_exports_as_a_tabular_policy(tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  run = _league_run(tmp_path, [[20.0, 0.0], [0.0, 20.0]])
+  out = str(tmp_path / 'pool.json')
+  value = play.export_table(f'pool:{run}', 'openspiel:kuhn_poker', out)
+  with open(out) as f:
+    exported = json.load(f)
+  assert exported['exploitability'] == pytest.approx(value)
+  policy = exported['policy']
+  assert len(policy) == 12  # Kuhn's information states.
+  # Player 0's first move with any card: half the games bet (snapshot 1).
+  for probs in (policy['0'], policy['1'], policy['2']):
+    np.testing.assert_allclose(probs, [0.5, 0.5], atol=1e-6)
+  # Player 0 reaches pass-bet only under the passing snapshot: it passes.
+  np.testing.assert_allclose(policy['0pb'], [1.0, 0.0], atol=1e-6)
+  with pytest.raises(ValueError, match='no league in'):
+    play.make_player(f'pool:{tmp_path / "none"}', environments.make(
+        'openspiel:kuhn_poker'), 0, False)

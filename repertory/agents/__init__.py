@@ -16,8 +16,13 @@ AGENTS = {
     'apex': 'repertory.agents.apex',
     'ppo': 'repertory.agents.ppo',
     'a3c': 'repertory.agents.a3c',
-    'selfplay': 'repertory.agents.selfplay',
+    'neurd': 'repertory.agents.neurd',
     'alphazero': 'repertory.agents.alphazero',
+}
+# Agents of earlier versions: name -> what replaced it.
+RENAMED = {
+    'selfplay': 'use --agent=neurd --league=<rule> (NeuRD, MMD, A2C; '
+                'docs/selfplay.md), or any agent with --league=<rule>',
 }
 
 
@@ -35,6 +40,8 @@ def register(name: str, module: str) -> None:
 
 def get(name: str) -> ModuleType:
   """Returns the agent package `name`, or raises naming the known agents."""
+  if name in RENAMED and name not in AGENTS:
+    raise ValueError(f'Agent {name!r} was replaced: {RENAMED[name]}.')
   if name not in AGENTS:
     raise ValueError(
         f'Unknown agent {name!r}; known agents: {", ".join(sorted(AGENTS))}.')

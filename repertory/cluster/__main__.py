@@ -57,6 +57,9 @@ def describe(cluster: hosts.Cluster) -> List[str]:
 
 
 def up() -> None:
+  if _HOSTS.value < 1:
+    raise ValueError(f'--hosts={_HOSTS.value}: a cluster needs at least 1 '
+                     'host.')
   cluster = hosts.Cluster.start(_HOSTS.value, cpus_per_host=_CPUS.value,
                                 head_cpus=_HEAD_CPUS.value,
                                 subnet=_SUBNET.value)
@@ -93,7 +96,7 @@ def main(argv: List[str]) -> None:
     else:
       for name in netns.recorded():
         print('\n'.join(describe(hosts.Cluster.attach(name))))
-  except (netns.NetnsError, hosts.ClusterError) as e:
+  except (ValueError, netns.NetnsError, hosts.ClusterError) as e:
     sys.exit(f'repertory.cluster: error: {e}')
 
 

@@ -154,6 +154,14 @@ class Network:
     made and raises NetnsError."""
     if num_hosts < 1:
       raise ValueError(f'num_hosts={num_hosts} must be at least 1.')
+    try:
+      net = ipaddress.IPv4Network(subnet) if subnet else None
+    except ValueError:
+      raise ValueError(f'subnet={subnet!r} is not an IPv4 network such as '
+                       '10.77.0.0/24.') from None
+    if net is not None and net.num_addresses < num_hosts + 2:
+      raise ValueError(f'subnet={subnet!r} has no room for {num_hosts} '
+                       'hosts; give an IPv4 network such as 10.77.0.0/24.')
     reason = unavailable()
     if reason:
       raise NetnsError(f'Cannot make hosts in network namespaces: {reason}.')
@@ -163,7 +171,7 @@ class Network:
     os.makedirs(state_dir, mode=0o700)
     with open(os.path.join(state_dir, OWNER_FILE), 'w') as f:
       f.write(str(os.getpid()))
-    net = ipaddress.ip_network(subnet) if subnet else free_subnet()
+    net = net or free_subnet()
     with open(os.path.join(state_dir, 'subnet'), 'w') as f:
       f.write(str(net))
     network = cls(name, net, state_dir)

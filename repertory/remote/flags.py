@@ -1,11 +1,8 @@
 """The `--remote_*` flags of `repertory.run` (read only there)."""
 
-from typing import Any, Dict
-
 from absl import flags
 
 from repertory.remote import options as options_lib
-from repertory.remote import program as program_lib
 
 _HOST = flags.DEFINE_string(
     'remote_host', options_lib.LOOPBACK, 'With --env=remote:<spec>: the '
@@ -36,16 +33,13 @@ _MAX_ABS_REWARD = flags.DEFINE_float(
     "spec's bounds) are refused.")
 
 
-def program_kwargs(agent: str, env: Any) -> Dict[str, Any]:
-  """{'remote_options': ...} for a remote environment, else {}; raises
-  ValueError for an agent that cannot serve one or a bad flag value."""
-  if not program_lib.is_remote(env):
-    return {}
-  program_lib.check_agent(agent, env)
-  return {'remote_options': options_lib.RemoteOptions(
+def options() -> options_lib.RemoteOptions:
+  """The `RemoteOptions` the `--remote_*` flags give; raises ValueError for
+  a bad value."""
+  return options_lib.RemoteOptions(
       host=_HOST.value, port=_PORT.value, token_file=_TOKEN_FILE.value,
       tls_cert_file=_TLS_CERT.value, tls_key_file=_TLS_KEY.value,
       max_episodes=_MAX_EPISODES.value, max_sessions=_MAX_SESSIONS.value,
       max_sessions_per_peer=_MAX_SESSIONS_PER_PEER.value,
       hello_timeout_s=_HELLO_TIMEOUT.value,
-      max_abs_reward=_MAX_ABS_REWARD.value)}
+      max_abs_reward=_MAX_ABS_REWARD.value)

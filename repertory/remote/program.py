@@ -1,19 +1,32 @@
-"""Remote environments in a program graph: `--env=remote:<spec>`.
+"""Remote environments around any agent: `--env=remote:<spec>`.
 
-`remote:<spec>` means: remote clients play the episodes; `<spec>` is a local
-environment with the same specs (e.g. `remote:catch`), used for the networks'
-specs and for the monitor's final evaluation (`--eval_episodes=0` skips it
-for games that have no local counterpart; see docs/remote.md).
+    program = remote.program.make_program(impala.make_program, config,
+                                          experiment, options)
+
+is what `python -m repertory.run --agent=impala --env=remote:catch` launches:
+the agent's own program, built unchanged with `experiment.env` replaced by
+a `environment.SlotFactory`, plus one node (group 'environment') serving the
+remote clients (`node.RemoteEnvironmentNode`). Every environment the
+agent's actors make attaches to that node over loopback and plays the
+clients' episodes; the agent's acting, adders and learner are its own.
+
+`<spec>` is a local environment of the same specs (e.g. `remote:catch`):
+the networks are built from its specs, and evaluation (the run monitor's
+and the evaluator's) plays it locally.
 """
 
+import contextlib
+import dataclasses
 import os
+import secrets
 from typing import Any, Callable, Optional
 
 from repertory import launch
+from repertory.remote import environment as environment_lib
 from repertory.remote import options as options_lib
 
 PREFIX = 'remote:'
-AGENTS = ('seed', 'ppo', 'r2d2')  # agents that serve remote environments
+GROUP = 'environment'  # restarted after a crash, like actors
 
 
 def is_remote(env: Any) -> bool:
@@ -25,109 +38,58 @@ def local_spec(env: str) -> str:
   return env[len(PREFIX):]
 
 
-def check_agent(agent: str, env: Any) -> None:
-  """Refuses a remote environment for an agent that cannot serve one."""
-  if is_remote(env) and agent not in AGENTS:
-    raise ValueError(f'--env={env} (remote clients act) needs --agent one of '
-                     f'{AGENTS}, got --agent={agent}.')
+def make_program(make_agent_program: Callable[..., launch.Program],
+                 config: Any, experiment: Any,
+                 options: Optional[options_lib.RemoteOptions] = None,
+                 **program_kwargs: Any) -> launch.Program:
+  """The agent's program (`make_agent_program(config, experiment,
+  **program_kwargs)`) acting in the remote clients' episodes of
+  `experiment.env` ('remote:<spec>').
 
+  Without `options.address_file` the node writes the clients' address to
+  `<logdir>/remote/address`; the slot address goes beside it ('slots').
 
-def add_node(program: launch.Program, logdir: str,
-             options: Optional[options_lib.RemoteOptions],
-             make_backend: Callable[..., Any], backend_args: tuple,
-             backend_kwargs: dict, observation_spec: Any, action_spec: Any,
-             counter: Any, monitor: Any) -> Any:
-  """Adds the remote environment node (`node.RemoteEnvironmentNode` with
-  `make_backend(*backend_args, **backend_kwargs)`; handles in the arguments
-  are resolved in the node's process) to group 'actor' (restarted like an
-  actor after a crash) and returns its handle. Without an `address_file` it
-  writes `<logdir>/remote/address`."""
-  from repertory.remote import node as node_lib  # pylint: disable=g-import-not-at-top
+  Raises:
+    ValueError: `experiment.env` is not 'remote:<spec>', or <spec> is not
+      an environment of discrete actions and one observation array.
+  """
+  if not is_remote(experiment.env):
+    raise ValueError(f'remote.make_program needs env=remote:<spec>, got '
+                     f'{experiment.env!r}.')
   options = options or options_lib.RemoteOptions()
   if not options.address_file:
-    options = options_lib.dataclasses.replace(
-        options, address_file=os.path.join(logdir or '.', 'remote',
-                                           'address'))
+    options = dataclasses.replace(options, address_file=os.path.join(
+        experiment.logdir or '.', 'remote', 'address'))
   options = options.resolve_token()
-  with program.group('actor'):
-    return program.add_node(launch.CourierNode(
-        node_lib.RemoteEnvironmentNode, make_backend, backend_args,
-        backend_kwargs, observation_spec=observation_spec, action_spec=action_spec,
-        options=options, counter=counter, monitor=monitor))
-
-
-def add_service(program: launch.Program,
-                logdir: str,
-                options: Optional[options_lib.RemoteOptions],
-                make_policy: Callable[[], Any],
-                learner: Any,
-                replay: Any,
-                table: str,
-                observation_spec: Any,
-                action_spec: Any,
-                unroll_length: int,
-                variable_update_period: int,
-                extras_spec: Any,
-                core_state_spec: Any,
-                counter: Any,
-                monitor: Any,
-                seed: int) -> Any:
-  """SEED (V-trace): the node with `node.make_vtrace_backend`."""
+  spec = local_spec(experiment.env)
+  specs = _specs(spec)
+  slot_address_file = environment_lib.slot_address_file(options.address_file)
+  if os.path.exists(slot_address_file):  # A resumed run's: a dead address.
+    os.remove(slot_address_file)
+  token = secrets.token_urlsafe(24)  # the slots' own: never leaves the run
+  factory = environment_lib.SlotFactory(spec, specs, slot_address_file, token)
+  program = make_agent_program(
+      config, dataclasses.replace(experiment, env=factory), **program_kwargs)
   from repertory.remote import node as node_lib  # pylint: disable=g-import-not-at-top
-  return add_node(
-      program, logdir, options, node_lib.make_vtrace_backend,
-      (make_policy, learner, replay, table, unroll_length, observation_spec,
-       action_spec),
-      dict(extras_spec=extras_spec, core_state_spec=core_state_spec,
-           variable_update_period=variable_update_period, seed=seed),
-      observation_spec, action_spec, counter, monitor)
+  with program.group(GROUP):
+    program.add_node(launch.CourierNode(
+        node_lib.RemoteEnvironmentNode, specs[0], specs[1], options,
+        slot_address_file, token, reward_spec=specs[2]))
+  return program
 
 
-def add_round_service(program: launch.Program, logdir: str,
-                      options: Optional[options_lib.RemoteOptions],
-                      make_policy: Callable[[], Any], learner: Any,
-                      replay: Any, table: str, spec: Any, unroll_length: int,
-                      unrolls_per_round: int, extras_spec: Any,
-                      round_timeout_s: float, counter: Any,
-                      monitor: Any) -> Any:
-  """PPO (synchronous rounds): the node with `rounds.RoundBackend`; the
-  learner must expect one actor (id 0) writing `unrolls_per_round` unrolls
-  per version."""
-  from repertory.components import adders  # pylint: disable=g-import-not-at-top
-  from repertory.remote import rounds  # pylint: disable=g-import-not-at-top
-  from repertory_remote import wire as specs_lib  # pylint: disable=g-import-not-at-top
-  return add_node(
-      program, logdir, options, rounds.RoundBackend,
-      (make_policy, learner, replay, table, unroll_length, unrolls_per_round,
-       adders.EnvironmentSpec(spec.observations, spec.actions, None, None),
-       extras_spec, specs_lib.Specs.from_dm_env(
-           spec.observations, spec.actions).num_actions),
-      dict(round_timeout_s=round_timeout_s),
-      spec.observations, spec.actions, counter, monitor)
-
-
-def add_sequence_service(program: launch.Program, logdir: str,
-                         options: Optional[options_lib.RemoteOptions],
-                         make_policy: Callable[[], Any], learner: Any,
-                         replay: Any, table: str, oar_spec: Any,
-                         config: Any, priority_fn: Callable[[Any], float],
-                         num_epsilons: int, counter: Any, monitor: Any,
-                         seed: int) -> Any:
-  """R2D2 (recurrent Q-learning): the node with `sequences.SequenceBackend`.
-  `oar_spec` is the OAR environment's spec (clients send the plain
-  observation, `oar_spec.observations.observation`); `config` has
-  lstm_size, sequence_length, sequence_period, epsilon, epsilon_alpha,
-  variable_update_period, max_in_flight_items."""
-  from repertory.remote import sequences  # pylint: disable=g-import-not-at-top
-  from repertory_remote import wire as specs_lib  # pylint: disable=g-import-not-at-top
-  observation_spec = oar_spec.observations.observation
-  return add_node(
-      program, logdir, options, sequences.SequenceBackend,
-      (make_policy, learner, replay, table, oar_spec, config.lstm_size,
-       config.sequence_length, config.sequence_period, priority_fn,
-       config.epsilon, config.epsilon_alpha, num_epsilons,
-       specs_lib.Specs.from_dm_env(observation_spec,
-                                   oar_spec.actions).num_actions),
-      dict(variable_update_period=config.variable_update_period,
-           max_in_flight_items=config.max_in_flight_items, seed=seed),
-      observation_spec, oar_spec.actions, counter, monitor)
+def _specs(spec: str) -> tuple:
+  """(observation, action, reward, discount) specs of the local `spec`;
+  refuses what the wire cannot carry, naming it."""
+  from repertory import environments  # pylint: disable=g-import-not-at-top
+  from repertory_remote import wire  # pylint: disable=g-import-not-at-top
+  with contextlib.closing(environments.make(spec, seed=0)) as env:
+    specs = (env.observation_spec(), env.action_spec(), env.reward_spec(),
+             env.discount_spec())
+  try:
+    wire.Specs.from_dm_env(specs[0], specs[1])
+  except (ValueError, TypeError, AttributeError) as e:
+    raise ValueError(f'--env=remote:{spec}: {spec!r} must have one '
+                     f'observation array and discrete actions ({e}).'
+                     ) from None
+  return specs

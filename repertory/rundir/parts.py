@@ -6,8 +6,8 @@ readable one is used) or the run is refused:
 - learner checkpoints (`checkpoints/latest/ckpt-<version>.*`): a checkpoint
   whose files are unreadable, or data without its `.index`, moves to
   `checkpoints/unreadable/`; none readable refuses the run.
-- the replay checkpoint (`replay/<time>/`): one with an unreadable file
-  moves to `replay-unreadable/<time>/` (Reverb restores the newest of the
+- the replay checkpoint (`replay/<time>/`): one with an unreadable file,
+  or with items that name chunks it does not hold, moves to `replay-unreadable/<time>/` (Reverb restores the newest of the
   rest, or starts empty).
 - `counts.json`: missing beside learner checkpoints, it is restored from the
   newest attempt record that holds counts, else the run is refused;
@@ -79,20 +79,49 @@ def learner_checkpoints(logdir: str) -> Tuple[Optional[int], List[str]]:
   return None, []
 
 
-def _tfrecord_problem(path: str) -> Optional[str]:
-  """Why the TFRecord file at `path` cannot be read to its end; None if it
-  can (plain or compressed, as Reverb writes them)."""
+def _tfrecord_records(path: str) -> Tuple[List[bytes], Optional[str]]:
+  """(records, None) of the TFRecord file at `path` read to its end (plain or
+  compressed, as Reverb writes them), or ([], why it cannot be)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   problems = []
   for compression in ('ZLIB', ''):
     try:
-      for _ in tf.data.TFRecordDataset(path, compression_type=compression):
-        pass
-      return None
+      return [r.numpy() for r in tf.data.TFRecordDataset(
+          path, compression_type=compression)], None
     except (tf.errors.OpError, ValueError) as e:
       problems.append(str(e).strip().splitlines()[0] if str(e).strip()
                       else type(e).__name__)
-  return problems[-1]
+  return [], problems[-1]
+
+
+def _replay_problem(folder: str) -> Optional[Tuple[str, str]]:
+  """(file, why) if the Reverb checkpoint in `folder` cannot be restored: a
+  file unreadable to its end, or items that name chunks `chunks.tfrecord`
+  does not hold (a file cut at a record boundary reads to its end, and
+  Reverb aborts the process on it); None if it can."""
+  from reverb.cc import schema_pb2  # pylint: disable=g-import-not-at-top
+  records = {}
+  for path in sorted(glob.glob(os.path.join(folder, '*.tfrecord'))):
+    records[os.path.basename(path)], problem = _tfrecord_records(path)
+    if problem is not None:
+      return path, problem
+  chunks_path = os.path.join(folder, 'chunks.tfrecord')
+  held = set()
+  for record in records.get('chunks.tfrecord', []):
+    chunk = schema_pb2.ChunkData()
+    chunk.ParseFromString(record)
+    held.add(chunk.chunk_key)
+  missing = 0
+  for record in records.get('items.tfrecord', []):
+    item = schema_pb2.PrioritizedItem()
+    item.ParseFromString(record)
+    missing += sum(s.chunk_key not in held
+                   for column in item.flat_trajectory.columns
+                   for s in column.chunk_slices)
+  if missing:
+    return chunks_path, (f'{missing} chunk references of items.tfrecord '
+                         'name chunks it does not hold (cut short?)')
+  return None
 
 
 def replay_checkpoint(logdir: str) -> List[str]:
@@ -105,15 +134,14 @@ def replay_checkpoint(logdir: str) -> List[str]:
   target = os.path.join(logdir, REPLAY_UNREADABLE)
   for name in sorted(os.listdir(directory), reverse=True):
     folder = os.path.join(directory, name)
-    records = sorted(glob.glob(os.path.join(folder, '*.tfrecord')))
-    if not os.path.isdir(folder) or not records:
+    if not os.path.isdir(folder) or not glob.glob(
+        os.path.join(folder, '*.tfrecord')):
       continue
-    problems = [(r, _tfrecord_problem(r)) for r in records]
-    bad = [(r, p) for r, p in problems if p is not None]
-    if not bad:
+    bad = _replay_problem(folder)
+    if bad is None:
       return warnings
     _set_aside([folder], target)
-    record, problem = bad[0]
+    record, problem = bad
     warnings.append(f'replay checkpoint {folder} is unreadable ({record}: '
                     f'{problem}): set aside in {target}; the replay restores '
                     'the one before it, if any, else starts empty.')

@@ -209,17 +209,16 @@ def test_impala_networks_in_numpy(config):
   np.testing.assert_allclose(extras['logits'], logits)
 
 
-def test_selfplay_actor_module_without_tensorflow():
-  # Its MLP players (`league.MLPPolicy`) and LSTM players
-  # (`lstm_policy.LSTMPolicy`) act in numpy.
+def test_neurd_actor_module_without_tensorflow():
+  # Its actor and evaluation actor act in numpy (the league plays its
+  # snapshots with the evaluation actor).
   code = textwrap.dedent('''
       import sys
       sys.modules['tensorflow'] = None
-      from repertory.agents.selfplay import acting
-      from repertory.agents.actor_critic import lstm_policy
-      lstm_policy.LSTMPolicy(lstm_size=4).initial_state(2)
-      print('ACTOR', acting.SelfPlayActor.__name__)
+      from repertory.agents.neurd import acting
+      print('ACTOR', acting.NeuRDActor.__name__, acting.EvalActor.__name__)
   ''')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True,
                           text=True, timeout=120, check=False)
-  assert 'ACTOR SelfPlayActor' in result.stdout, result.stdout + result.stderr
+  assert 'ACTOR NeuRDActor EvalActor' in result.stdout, (result.stdout +
+                                                         result.stderr)

@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from typing import Dict
 
 import pytest
@@ -104,32 +103,67 @@ def wait_for_steps(logdir: str, driver, at_least, what: str,
   return testing.wait_until(check, what, timeout=timeout, interval=0.5)
 
 
+def wait_for_lost_line(driver_log, label: str, address: str) -> str:
+  """The launcher's line saying that a unit of group `label` was lost with
+  its host `address` (and restarted)."""
+  needle = f'on host {address} died'
+  def line():
+    return next((l for l in driver_log.read_text().splitlines()
+                 if needle in l and f'unit {label}/' in l), None)
+  found = testing.wait_until(line, f'a line about {label} with {needle!r}',
+                             timeout=60, interval=0.5)
+  print(f'The launcher said: {found}')
+  return found
+
+
 # Ray's worker processes serve calls on ports in this range (`ray start`'s
 # --min-worker-port / --max-worker-port defaults); channels and Reverb pick
 # theirs among the system's ephemeral ports.
 RAY_WORKER_PORTS = range(10002, 20000)
 
 
-def check_cross_host_connections(cluster, placement) -> None:
-  """Each actor's process is connected, at host 1's address, to the
-  learner's channel (weights), the replay's Reverb server, and a Ray
-  worker of host 1 (handle calls, e.g. to the monitor or counter)."""
+def connections_to_host1(cluster, placement, index: int):
+  """(unit, kind) of each connection of host `index`'s program processes
+  to a listener at host 1's address; kind 'ray' for a Ray worker's port,
+  'direct' for another (a channel, Reverb); unit None for a listener that
+  no unit of host 1 owns."""
   listening = {s['port']: placement[1].get(s['pid'])
                for s in cluster.network.sockets(1)
-               if s['address'] in (cluster.head_ip, '*', '0.0.0.0', '::')}
+               if s['address'].removeprefix('::ffff:') in (
+                   cluster.head_ip, '*', '0.0.0.0', '::')}
+  own_ports = {s['port'] for s in cluster.network.sockets(index)}
+  reached = set()
+  for conn in cluster.network.sockets(index, listening=False):
+    address, _, port = conn['peer'].rpartition(':')
+    if (conn['pid'] in placement[index] and
+        conn['port'] not in own_ports and  # Not a call from host 1.
+        address.removeprefix('::ffff:') == cluster.head_ip):
+      kind = 'ray' if int(port) in RAY_WORKER_PORTS else 'direct'
+      reached.add((listening.get(int(port), f'port {port}'), kind))
+  return reached
+
+
+def check_cross_host_connections(
+    cluster, placement,
+    direct=(('learner_0', 'direct'), ('replay_0', 'direct'))) -> None:
+  """Each actor's process connects, at host 1's address, to the units
+  `direct` names (by default the learner's channel, for weights, and the
+  replay's Reverb server), and to a Ray worker of host 1 (handle calls,
+  e.g. to the monitor or counter). Connections come and go: they are
+  gathered over a few seconds."""
   for index in (2, 3):
-    actor_pids = set(placement[index])
     reached = set()
-    for conn in cluster.network.sockets(index, listening=False):
-      address, _, port = conn['peer'].rpartition(':')
-      if conn['pid'] in actor_pids and address.endswith(cluster.head_ip):
-        kind = 'ray' if int(port) in RAY_WORKER_PORTS else 'direct'
-        reached.add((listening.get(int(port)), kind))
-    print(f'host {index} actor connects to host 1: {sorted(reached, key=str)}')
-    assert {('learner_0', 'direct'), ('replay_0', 'direct')} <= reached, (
-        index, reached)
-    assert any(kind == 'ray' and unit for unit, kind in reached), (
-        index, reached)
+    def all_seen():
+      reached.update(connections_to_host1(cluster, placement, index))
+      return set(direct) <= reached and any(
+          kind == 'ray' and unit in placement[1].values()
+          for unit, kind in reached)
+    try:
+      testing.wait_until(all_seen, f'host {index} to reach {direct}',
+                         timeout=30, interval=0.5)
+    finally:
+      print(f'host {index} actor connects to host 1: '
+            f'{sorted(reached, key=str)}')
 
 
 def check_listeners(cluster, placement) -> None:
@@ -158,7 +192,8 @@ def test_impala_across_three_hosts_survives_a_lost_host(tmp_path):
     assert cluster.alive_ips() == sorted(ips)
     with open(tmp_path / 'driver.log', 'w') as log:
       driver = cluster.popen(1, run_argv(logdir, cluster.address),
-                             stdout=log, stderr=subprocess.STDOUT)
+                             stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=testing.like_a_shell)
     try:
       wait_for_steps(logdir, driver, (1, 1), 'actor and learner steps')
       placement = units_by_host(cluster, nodes_dir)
@@ -193,6 +228,7 @@ def test_impala_across_three_hosts_survives_a_lost_host(tmp_path):
                      'steps after host 3 died')
       testing.wait_until(lambda: cluster.alive_ips() == sorted(ips[:2]),
                          'Ray to see host 3 dead', timeout=120)
+      wait_for_lost_line(tmp_path / 'driver.log', 'actor', ips[2])
       # Host 3 back: its actor is started there again.
       cluster.start_ray(3)
       testing.wait_until(

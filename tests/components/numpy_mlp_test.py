@@ -44,3 +44,48 @@ def test_apply_matches_a_plain_loop(activation, activate_final):
   got = numpy_mlp.apply(x, numpy_mlp.layers(weights, 'torso/mlp/layers'),
                         numpy_mlp.ACTIVATIONS[activation], activate_final)
   np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def _plain_conv(x, w, b, padding):
+  """Cross-correlation, one output at a time (as Sonnet's Conv2D)."""
+  kh, kw, _, out = w.shape
+  if padding == 'SAME':
+    x = np.pad(x, ((0, 0), (kh // 2,) * 2, (kw // 2,) * 2, (0, 0)))
+  batch, height, width = x.shape[0], x.shape[1] - kh + 1, x.shape[2] - kw + 1
+  y = np.zeros((batch, height, width, out))
+  for n in range(batch):
+    for i in range(height):
+      for j in range(width):
+        window = x[n, i:i + kh, j:j + kw, :]
+        y[n, i, j] = np.tensordot(window, w, axes=3) + b
+  return y
+
+
+@pytest.mark.parametrize('padding,kernel', [('VALID', 3), ('SAME', 3),
+                                            ('VALID', 5)])
+def test_conv2d_matches_a_plain_loop(padding, kernel):
+  rng = np.random.default_rng(2)
+  x = rng.normal(size=(2, 7, 6, 3)).astype(np.float32)
+  w = rng.normal(size=(kernel, kernel, 3, 4)).astype(np.float32)
+  b = rng.normal(size=(4,)).astype(np.float32)
+  got = numpy_mlp.conv2d(x, w, b, padding)
+  expected = _plain_conv(x.astype(np.float64), w, b, padding)
+  assert got.shape == expected.shape
+  np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+  with pytest.raises(ValueError, match="'FULL'"):
+    numpy_mlp.conv2d(x, w, b, 'FULL')
+
+
+def test_minatar_torso_is_conv_relu_then_linear_relu():
+  rng = np.random.default_rng(3)
+  boards = rng.random((3, 10, 10, 4)) < 0.2
+  weights = {'t/conv/w': rng.normal(size=(3, 3, 4, 16)),
+             't/conv/b': rng.normal(size=(16,)),
+             't/linear/w': rng.normal(size=(8 * 8 * 16, 5)),
+             't/linear/b': rng.normal(size=(5,))}
+  conv = np.maximum(_plain_conv(boards.astype(np.float64), weights['t/conv/w'],
+                                weights['t/conv/b'], 'VALID'), 0)
+  expected = np.maximum(conv.reshape(3, -1) @ weights['t/linear/w']
+                        + weights['t/linear/b'], 0)
+  np.testing.assert_allclose(numpy_mlp.minatar_torso(boards, weights, 't'),
+                             expected, rtol=1e-4, atol=1e-3)

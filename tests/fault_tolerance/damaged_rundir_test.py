@@ -9,7 +9,10 @@ import json
 import os
 import shutil
 
+import numpy as np
+import portpicker
 import pytest
+import reverb
 
 from repertory import experiment as experiment_lib
 from repertory import rundir
@@ -138,6 +141,73 @@ def test_a_moved_run_directory_resumes(run_copy, tmp_path):
   assert 2 * BUDGET <= result.results['actor_steps'] <= 2 * BUDGET + 2
   assert _counts(moved)['learner_steps'] > before['learner_steps']
   assert _latest_version(moved) > version  # The learner went on from there.
+
+
+def _replay_server(directory: str) -> reverb.Server:
+  """A Reverb server of one table that checkpoints to (and restores the
+  newest checkpoint from) `directory`."""
+  return reverb.Server(
+      [reverb.Table('replay', reverb.selectors.Uniform(),
+                    reverb.selectors.Fifo(), max_size=1_000,
+                    rate_limiter=reverb.rate_limiters.MinSize(1))],
+      port=portpicker.pick_unused_port(),
+      checkpointer=reverb.checkpointers.DefaultCheckpointer(directory))
+
+
+def _reverb_checkpoint(directory: str, items: int = 30) -> str:
+  """A real Reverb checkpoint of `items` one-step items of varied sizes;
+  returns its folder."""
+  server = _replay_server(directory)
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    random = np.random.default_rng(0)
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+      for i in range(items):
+        writer.append({'x': random.normal(size=(1 + i % 7,))[:1]})
+        writer.create_item('replay', 1.0, {'x': writer.history['x'][-1:]})
+        writer.flush()
+    return client.checkpoint()
+  finally:
+    server.stop()
+
+
+def _restored_items(directory: str) -> int:
+  """The items a Reverb server restores from the newest checkpoint in
+  `directory`."""
+  server = _replay_server(directory)
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    return client.server_info()['replay'].current_size
+  finally:
+    server.stop()
+
+
+def test_a_replay_checkpoint_cut_anywhere_is_set_aside(tmp_path):
+  """Cut short at any byte (at a record boundary too, where the file still
+  reads to its end and Reverb would abort the process), the replay
+  checkpoint is set aside before any node starts."""
+  source = _reverb_checkpoint(str(tmp_path / 'source'))
+  with open(os.path.join(source, 'chunks.tfrecord'), 'rb') as f:
+    chunks = f.read()
+  logdir = str(tmp_path / 'run')
+  assert not rundir.parts.replay_checkpoint(logdir)  # No replay folder.
+  for cut in range(0, len(chunks), max(len(chunks) // 150, 1)):
+    folder = os.path.join(logdir, 'replay', f'cut{cut}')
+    shutil.copytree(source, folder)
+    with open(os.path.join(folder, 'chunks.tfrecord'), 'wb') as f:
+      f.write(chunks[:cut])
+    warnings = rundir.parts.replay_checkpoint(logdir)
+    if warnings:
+      (warning,) = warnings
+      assert folder in warning and 'set aside in' in warning, cut
+      assert not os.path.exists(folder)
+    else:  # Only the stream's trailer was cut: every item is still there.
+      assert cut > len(chunks) - 8, cut
+      assert _restored_items(os.path.join(logdir, 'replay')) == 30
+      shutil.rmtree(folder)
+  shutil.copytree(source, os.path.join(logdir, 'replay', 'whole'))
+  assert not rundir.parts.replay_checkpoint(logdir)  # Whole: restored.
+  assert _restored_items(os.path.join(logdir, 'replay')) == 30
 
 
 def test_a_truncated_replay_checkpoint_is_set_aside(tmp_path, capsys):

@@ -1,7 +1,8 @@
-"""The remote environment node inside SEED's program (test_mt, real Reverb,
-real client processes on loopback): well-formed items with policy versions
-from Python and Node.js clients, a killed client's episode truncated, and the
-learner learning from remote episodes."""
+"""SEED's own program around remote environments (`remote.make_program`;
+test_mt, real Reverb, real client processes on loopback): SEED's actors step
+the slot environments, its inference server writes well-formed items with
+policy versions from Python and Node.js clients, a killed client's episode
+is truncated, and the learner learns from remote episodes."""
 
 import json
 import os
@@ -16,9 +17,10 @@ from repertory import testing
 from repertory.agents import seed
 from repertory.agents.impala import program as impala_program
 from repertory.remote import options as options_lib
+from repertory.remote import program as remote_program
 
 TINY = dict(unroll_length=5, batch_size=4, max_queue_size=16,
-            hidden_sizes=(16,), learner_log_every=1)
+            hidden_sizes=(16,), learner_log_every=1, batched_items=False)
 TOKEN = 'program-test-token'
 T = TINY['unroll_length']
 
@@ -32,18 +34,26 @@ def _program(tmp_path, config=None, **kwargs):
   experiment = experiment_lib.ExperimentConfig(**values)
   options = options_lib.RemoteOptions(
       token_value=TOKEN, address_file=str(tmp_path / 'remote' / 'address'))
-  program = seed.make_program(config or seed.Config(**TINY), experiment,
-                              remote_options=options)
+  program = remote_program.make_program(
+      seed.make_program, config or seed.Config(**TINY), experiment, options)
   return program, options.address_file
 
 
 def test_program_shape(tmp_path):
-  program, _ = _program(tmp_path)
+  """SEED's own graph (learner + inference server, its actors) plus the
+  service node."""
+  program, _ = _program(tmp_path, num_actors=2)
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
-                                 'evaluator', 'actor'}
+                                 'evaluator', 'actor', 'environment'}
   (learner_unit,) = program.groups['learner']
-  assert len(learner_unit.nodes) == 1  # No in-process inference server.
-  assert len(program.groups['actor']) == 1  # The remote environment node.
+  assert len(learner_unit.nodes) == 2  # The learner and its server.
+  assert len(program.groups['actor']) == 2
+  assert len(program.groups['environment']) == 1  # The service node.
+
+
+def test_refuses_a_spec_that_is_not_remote(tmp_path):
+  with pytest.raises(ValueError, match="remote:<spec>, got 'catch'"):
+    _program(tmp_path, env='catch')
 
 
 def test_items_are_well_formed_and_a_killed_client_is_truncated(tmp_path,
@@ -54,7 +64,7 @@ def test_items_are_well_formed_and_a_killed_client_is_truncated(tmp_path,
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   try:
-    node = program.groups['actor'][0].create_handle().dereference()
+    node = program.groups['environment'][0].create_handle().dereference()
     replay = program.groups['replay'][0].create_handle().dereference()
     # 1. Four whole episodes (slot 0): 40 timesteps.
     result = clients.summary(clients.python_client(
@@ -141,7 +151,9 @@ def _play_to_the_end(tmp_path, clients, kind, launched, address_file,
 def test_learner_learns_from_client_processes(tmp_path, clients, kind):
   if kind == 'node':
     clients.require_node()
-  program, address_file = _program(tmp_path, max_actor_steps=1_000)
+  # Four episodes at once: two actors of two environments each.
+  program, address_file = _program(tmp_path, max_actor_steps=1_000,
+                                   num_actors=2, envs_per_actor=2)
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   results = _play_to_the_end(tmp_path, clients, kind, launched, address_file,
@@ -156,9 +168,11 @@ def test_learner_learns_from_client_processes(tmp_path, clients, kind):
 @pytest.mark.slow
 @pytest.mark.parametrize('kind', ['python', 'node'])
 def test_remote_clients_solve_catch(tmp_path, clients, kind):
-  """Four client processes x 4 episodes each; evaluated on local catch."""
+  """Four client processes x 4 episodes each on 2 actors x 8 environments;
+  evaluated on local catch."""
   program, address_file = _program(
-      tmp_path, max_actor_steps=200_000, stop_at_return=0.9,
+      tmp_path, max_actor_steps=200_000, stop_at_return=0.9, num_actors=2,
+      envs_per_actor=8,
       eval_episodes=20, launch_type='local_mt', progress_every_seconds=5.0)
   launched = launch.launch(program, launch_type='local_mt',
                            termination_notice_secs=5, block=False)

@@ -22,6 +22,7 @@ def _run(logdir, port):
   process = subprocess.Popen(
       [sys.executable, '-m', 'repertory.run', '--agent=seed',
        '--env=remote:catch', '--lp_launch_type=local_mt',
+       '--num_actors=1', '--envs_per_actor=2',  # the client's 2 episodes
        f'--remote_port={port}', f'--logdir={logdir}',
        '--max_actor_steps=100000000', '--stop_at_return=never',
        '--eval_episodes=1', '--config.unroll_length=5',
@@ -44,6 +45,19 @@ def _wait_for(path, process, timeout=240):
   raise TimeoutError(f'{path} did not appear within {timeout} s')
 
 
+def _wait_for_episodes(path, process, timeout=240):
+  """Waits until the run's episodes.csv lists a finished episode."""
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    if os.path.exists(path):
+      with open(path) as f:
+        if len(f.read().splitlines()) > 1:  # The header, then episodes.
+          return
+    assert process.poll() is None, 'the run ended early'
+    time.sleep(0.2)
+  raise TimeoutError(f'no finished episode in {path} within {timeout} s')
+
+
 def _stop(process):
   process.send_signal(signal.SIGTERM)
   try:
@@ -64,7 +78,8 @@ def test_clients_reconnect_after_the_service_restarts(tmp_path, clients):
     client = clients.python_client(address_file, TOKEN, '--threads=2',
                                    '--seconds=400', '--until_connects=2',
                                    '--episodes_after=20')
-    time.sleep(5.0)  # Play on the first service.
+    # Play on the first service: some of its episodes finish.
+    _wait_for_episodes(os.path.join(logdir, 'episodes.csv'), first)
     assert client.poll() is None
     _stop(first)
     os.remove(address_file)

@@ -9,9 +9,11 @@ import dataclasses
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
 from repertory import launch
+from repertory.components import specs
 
 BATCHED_ENV_KINDS = ('auto', 'serial', 'process', 'envpool')
 ACTIVATIONS = ('relu', 'tanh')
+TORSOS = specs.TORSOS
 # `losses.vtrace`'s pg_advantage choices (that module imports TensorFlow).
 PG_ADVANTAGES = ('vtrace', 'gae')
 
@@ -81,6 +83,12 @@ class ActorCriticConfig:
     clip_rho_threshold: ρ̄ of the V-trace value targets (None: no clipping).
     clip_pg_rho_threshold: the clip of ρ in the policy-gradient advantage
       (None: no clipping).
+    torso: the network's torso, one of TORSOS: 'mlp', an MLP of
+      `hidden_sizes` over the flattened observation; 'minatar', the MinAtar
+      paper's network over `[H, W, C]` boards (conv 16 3x3 stride 1 +
+      ReLU, linear 128 + ReLU; `hidden_sizes` and `activation` unused);
+      'auto' (the default): 'minatar' for MinAtar's boards (boolean
+      observations of rank 3), 'mlp' otherwise (`specs.resolve_torso`).
     hidden_sizes: widths of the MLP torso.
     activation: the MLP's nonlinearity, one of ACTIVATIONS.
     shared_torso: policy and value read one torso (IMPALA's network); False
@@ -104,7 +112,6 @@ class ActorCriticConfig:
       unrolls (the default); False writes N items, which costs the actor
       about N times Reverb's per-item work (for small observations most of
       the writes' cost). The queue holds ceil(max_queue_size / N) items.
-      SEED's remote environment slots write one item per unroll either way.
     max_policy_lag: the learner drops (and counts as `dropped_stale`) unrolls
       whose behaviour version is more than this many versions behind its own;
       None keeps every unroll.
@@ -136,6 +143,7 @@ class ActorCriticConfig:
   pg_advantage: str = 'vtrace'
   clip_rho_threshold: Optional[float] = 1.0
   clip_pg_rho_threshold: Optional[float] = 1.0
+  torso: str = 'auto'
   hidden_sizes: Tuple[int, ...] = (64, 64)
   activation: str = 'relu'
   shared_torso: bool = True
@@ -209,6 +217,9 @@ class ActorCriticConfig:
     if self.batched_env_kind not in BATCHED_ENV_KINDS:
       raise ValueError(f'Config.batched_env_kind={self.batched_env_kind!r}; '
                        f'choose one of {BATCHED_ENV_KINDS}.')
+    if self.torso not in TORSOS:
+      raise ValueError(f'Config.torso={self.torso!r}; choose one of '
+                       f'{TORSOS}.')
     if self.activation not in ACTIVATIONS:
       raise ValueError(f'Config.activation={self.activation!r}; choose one of '
                        f'{ACTIVATIONS}.')

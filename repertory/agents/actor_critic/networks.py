@@ -1,4 +1,5 @@
-"""The actor-critic's networks: an MLP torso, optionally an LSTM, a policy-value head.
+"""The actor-critic's networks: an MLP or MinAtar torso, optionally an
+LSTM, a policy-value head.
 
 `Policy` wraps a network with the one compiled function actors need: a
 batched step that zeroes the recurrent state of environments starting a new
@@ -16,6 +17,7 @@ from repertory.agents.actor_critic import config as config_lib
 from repertory.agents.actor_critic import numpy_policy
 from repertory.components import networks
 from repertory.components.specs import num_actions
+from repertory.components.specs import resolve_torso
 
 # The name of the variable group actors fetch from the learner.
 POLICY = 'policy'
@@ -24,7 +26,11 @@ POLICY = 'policy'
 def make_network(config: config_lib.ActorCriticConfig,
                  observation_spec: specs.Array, action_spec: specs.Array, build: bool = True) -> snt.Module:
   """Builds (and, if `build`, creates the variables of) the network."""
+  kind = resolve_torso(config.torso, observation_spec)
+
   def torso(name):
+    if kind == 'minatar':
+      return networks.MinAtarTorso(name=name)
     return networks.MLPTorso(
         config.hidden_sizes, obs_rank=max(len(observation_spec.shape), 1),
         activation=getattr(tf.nn, config.activation), name=name)

@@ -14,6 +14,7 @@ The networks, told apart by their weights' names:
 | network | weights | hidden activation |
 |---|---|---|
 | PPO/A3C `shared_relu`; IMPALA's feedforward network | `torso/mlp/layers/<i>/{w,b}` (and `value_torso/mlp/layers/<i>/{w,b}` if the value has its own torso), `head/{policy,value}/{w,b}` | `activation` (relu by default) after every torso layer |
+| IMPALA's network over MinAtar boards (`Config.torso='minatar'`) | `torso/conv/{w,b}`, `torso/linear/{w,b}` (`networks.MinAtarTorso`; likewise `value_torso/...`), `head/{policy,value}/{w,b}` | ReLU |
 | PPO `separate_tanh` | `{policy,value}/layers/<i>/{w,b}` | tanh between layers |
 | IMPALA's `use_lstm` network (`LogitsPolicy(lstm_size=...)`) | the torso's and head's, and `core/lstm/{w_i,w_h,b}` (Sonnet's `snt.LSTM`) between them | `activation` in the torso |
 
@@ -77,8 +78,8 @@ class NumpyPolicy:
       ValueError: naming the weights, if they are of no such network.
     """
     weights = dict(weights)
-    torso = numpy_mlp.layers(weights, 'torso/mlp/layers')
-    value_torso = numpy_mlp.layers(weights, 'value_torso/mlp/layers')
+    torso = _torso(weights, 'torso', self._activation)
+    value_torso = _torso(weights, 'value_torso', self._activation)
     if torso and 'head/policy/w' in weights and 'head/value/w' in weights:
       head = {k: (np.asarray(weights[f'head/{k}/w'], np.float32),
                   np.asarray(weights[f'head/{k}/b'], np.float32))
@@ -87,19 +88,16 @@ class NumpyPolicy:
       if 'core/lstm/w_i' in weights:
         lstm = [np.asarray(weights[f'core/lstm/{k}'], np.float32)
                 for k in ('w_i', 'w_h', 'b')]
-      activation = self._activation
 
       def torso_and_head(x, state):
-        embedding = numpy_mlp.apply(x, torso, activation, activate_final=True)
+        embedding = torso(x)
         if lstm is not None:
           if state is None:
             raise ValueError('NumpyPolicy: an LSTM network needs its state: '
                              'act with LogitsPolicy.step.')
           state = _lstm_step(embedding, state, *lstm)
           embedding = state.hidden
-        value_embedding = (
-            numpy_mlp.apply(x, value_torso, activation, activate_final=True)
-            if value_torso else embedding)
+        value_embedding = value_torso(x) if value_torso else embedding
         return (embedding @ head['policy'][0] + head['policy'][1],
                 value_embedding @ head['value'][0] + head['value'][1], state)
       self._forward = torso_and_head
@@ -112,9 +110,10 @@ class NumpyPolicy:
             '(with or without an LSTM core) nor a separate policy/value '
             f'MLP; got {sorted(weights)}.')
       tanh = numpy_mlp.ACTIVATIONS['tanh']
+      flat = lambda x: x.reshape(len(x), -1)
       self._forward = lambda x, state: (
-          numpy_mlp.apply(x, policy, tanh, activate_final=False),
-          numpy_mlp.apply(x, value, tanh, activate_final=False), state)
+          numpy_mlp.apply(flat(x), policy, tanh, activate_final=False),
+          numpy_mlp.apply(flat(x), value, tanh, activate_final=False), state)
     self._weights = weights
 
   def get_weights(self) -> Dict[str, np.ndarray]:
@@ -134,7 +133,7 @@ class NumpyPolicy:
     x = np.asarray(observation)
     if np.issubdtype(x.dtype, np.integer):
       x = x.astype(np.float32) / 255.0
-    x = x.astype(np.float32, copy=False).reshape(len(x), -1)
+    x = x.astype(np.float32, copy=False)
     logits, value, state = self._forward(x, state)
     return logits, value[:, 0], state
 
@@ -170,6 +169,20 @@ class NumpyPolicy:
     del first
     action, log_prob, value = self.act(observation)
     return action, {'log_prob': log_prob, 'value': value}, state
+
+
+def _torso(weights: Mapping[str, np.ndarray], prefix: str,
+           activation: Any) -> Optional[Any]:
+  """The numpy torso `<prefix>` of `weights` (`[N, ...]` observations ->
+  `[N, D]`): a `networks.MinAtarTorso` ('<prefix>/conv/w') or an
+  `MLPTorso` over the flattened observation; None if there is neither."""
+  if f'{prefix}/conv/w' in weights:
+    return lambda x: numpy_mlp.minatar_torso(x, weights, prefix)
+  layers = numpy_mlp.layers(weights, f'{prefix}/mlp/layers')
+  if not layers:
+    return None
+  return lambda x: numpy_mlp.apply(x.reshape(len(x), -1), layers, activation,
+                                   activate_final=True)
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:

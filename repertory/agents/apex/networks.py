@@ -7,17 +7,21 @@ import sonnet as snt
 import tensorflow as tf
 
 from repertory.components import networks
+from repertory.components import specs
 
 
 class DuelingQNetwork(snt.Module):
-  """MLP torso -> dueling Q head; `[B, ...]` observations -> `[B, A]`."""
+  """MLP (or MinAtar, `torso='minatar'`) torso -> dueling Q head;
+  `[B, ...]` observations -> `[B, A]`."""
 
   def __init__(self, num_actions: int, obs_rank: int,
                torso_sizes: Sequence[int] = (64, 64),
                head_sizes: Sequence[int] = (64,),
+               torso: str = 'mlp',
                name: Optional[str] = None):
     super().__init__(name=name)
-    self._torso = networks.MLPTorso(torso_sizes, obs_rank=obs_rank)
+    self._torso = (networks.MinAtarTorso() if torso == 'minatar' else
+                   networks.MLPTorso(torso_sizes, obs_rank=obs_rank))
     self._head = networks.DuelingQHead(num_actions, head_sizes)
     self.num_actions = num_actions
 
@@ -38,7 +42,9 @@ def make_network(environment_spec: Any, config: Any,
   network = DuelingQNetwork(int(num_actions),
                             obs_rank=max(1, len(observation_spec.shape)),
                             torso_sizes=config.torso_sizes,
-                            head_sizes=config.head_sizes)
+                            head_sizes=config.head_sizes,
+                            torso=specs.resolve_torso(config.torso,
+                                                      observation_spec))
   if build:
     network(tf.zeros((1,) + tuple(observation_spec.shape), tf.float32))
   return network

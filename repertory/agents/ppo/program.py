@@ -19,7 +19,6 @@ from repertory import launch
 from repertory.agents.ppo import config as config_lib
 from repertory.components import actors
 from repertory.components import config_checks
-from repertory.remote import program as remote_lib
 
 # The unroll queue's table name (`acting.QUEUE`; the driver imports no actor).
 QUEUE = 'queue'
@@ -43,19 +42,14 @@ def make_tables(config: config_lib.Config, spec, num_actors: int,
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig,
-                 remote_options=None) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig
+                 ) -> launch.Program:
   """Builds the synchronous PPO program graph (see the module docstring)."""
   config_checks.require(config, config_lib.Config, 'PPO')
   program = launch.Program('ppo')
   spec = experiment_lib.environment_spec(experiment.env)
-  # Remote clients (docs/remote.md): one writer, actor 0, of num_actors x
-  # envs_per_actor unrolls per round.
-  remote = remote_lib.is_remote(experiment.env)
-  num_actors, envs_per_actor = ((1, experiment.num_actors *
-                                 experiment.envs_per_actor) if remote else
-                                (experiment.num_actors,
-                                 experiment.envs_per_actor))
+  num_actors, envs_per_actor = (experiment.num_actors,
+                                experiment.envs_per_actor)
   with program.group('replay'):
     replay = program.add_node(launch.ReverbNode(functools.partial(
         make_tables, config, spec, num_actors, envs_per_actor)))
@@ -80,15 +74,6 @@ def make_program(config: config_lib.Config,
       functools.partial(launch.lazy(f'{_NUMPY_POLICY}:EvalActor'),
                         greedy=config.eval_greedy, seed=experiment.eval_seed),
       replay=replay)
-  if remote:  # The remote environment service replaces the actors.
-    from repertory.agents.ppo import acting  # pylint: disable=g-import-not-at-top
-    remote_lib.add_round_service(
-        program, experiment.logdir, remote_options, functools.partial(
-            launch.lazy(f'{_NUMPY_POLICY}:NumpyPolicy'), seed=experiment.seed),
-        learner, replay,
-        QUEUE, spec, config.unroll_length, envs_per_actor,
-        acting.extras_spec(), config.round_timeout_s, counter, monitor)
-    return program
   actors.add_actor_nodes(program, experiment, launch.CourierNode,
                          launch.lazy('repertory.agents.ppo.acting:PPOActor'),
                          config, replay, learner, counter, monitor,

@@ -106,8 +106,6 @@ class ReplayActor(core.Worker):
     self._num_envs_stepped = num_envs  # Steps per call (the step budget).
     self._returns = np.zeros(num_envs)
     self._lengths = np.zeros(num_envs, np.int64)
-    self._done_returns: List[float] = []
-    self._done_lengths: List[int] = []
     self._pending_steps = 0
     self._calls = 0
 
@@ -127,8 +125,9 @@ class ReplayActor(core.Worker):
     self._lengths[j] += 1
 
   def _end_episode(self, j: int) -> None:
-    self._done_returns.append(float(self._returns[j]))
-    self._done_lengths.append(int(self._lengths[j]))
+    # Handed over at once: counted with the step that finished it.
+    self._reporter.add_episodes([float(self._returns[j])],
+                                [int(self._lengths[j])])
     self._returns[j], self._lengths[j] = 0.0, 0
 
   def _after_call(self, num_steps: int) -> None:
@@ -142,10 +141,8 @@ class ReplayActor(core.Worker):
 
   def report(self) -> None:
     """Sends the pending step count and finished episodes (futures)."""
-    self._reporter.report(self._pending_steps, self._done_returns,
-                          self._done_lengths)
+    self._reporter.report(self._pending_steps, [], [])
     self._pending_steps = 0
-    self._done_returns, self._done_lengths = [], []
 
   def flush(self) -> None:
     """Sends every item created so far to the table (blocks)."""

@@ -4,7 +4,7 @@ the prioritized table, the counter, one learner, the monitor and N actors
 
 import functools
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from repertory import experiment as experiment_lib
 from repertory import launch
@@ -39,8 +39,7 @@ def make_replay_program(name: str, config: Any,
                         make_learner: Callable[..., Any],
                         actor_ctor: Callable[..., Any],
                         make_eval_actor: Callable[..., Any],
-                        make_network: Callable[[Any, Any], Any],
-                        add_actors: Optional[Callable[..., Any]] = None
+                        make_network: Callable[[Any, Any], Any]
                         ) -> launch.Program:
   """The replay-style program both Ape-X and R2D2 build: a Reverb node with
   the prioritized table, the counter, one learner, the monitor and N actors
@@ -59,9 +58,6 @@ def make_replay_program(name: str, config: Any,
     make_eval_actor: `make_eval_actor(spec, config, make_network,
       variable_source, seed)` -> the monitor's evaluation actor.
     make_network: the agent's network builder.
-    add_actors: instead of N actors, `add_actors(program, learner=,
-      replay=, table=, counter=, monitor=)` adds the node(s) that act
-      (e.g. the remote environment service).
   """
   program = launch.Program(name)
   # Counts continue from <logdir>/counts.json, the learner from its latest
@@ -83,10 +79,6 @@ def make_replay_program(name: str, config: Any,
       functools.partial(make_eval_actor, spec, config, make_network,
                         seed=experiment.eval_seed),
       replay=replay)
-  if add_actors is not None:
-    add_actors(program, learner=learner, replay=replay, table=TABLE,
-               counter=counter, monitor=monitor)
-    return program
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.CourierNode(

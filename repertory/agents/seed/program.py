@@ -15,7 +15,6 @@ the learner's process (a `MultiThreadingColocation`, group 'learner');
 'separate' gives them their own processes (group 'inference').
 """
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -29,15 +28,14 @@ from repertory.components import inference
 from repertory.components import specs
 from repertory.agents.actor_critic import nodes
 from repertory.agents.actor_critic import tables
-from repertory.remote import program as remote_lib
 
 TABLE = tables.TABLE
 _POLICY = 'policy'  # actor_critic.networks.POLICY: the learner's variables.
 
 
 def make_program(config: config_lib.Config,
-                 experiment: experiment_lib.ExperimentConfig,
-                 remote_options=None) -> launch.Program:
+                 experiment: experiment_lib.ExperimentConfig
+                 ) -> launch.Program:
   """Builds SEED's program: replay, counter, learner + servers, monitor,
   environment-only actors.
 
@@ -46,7 +44,6 @@ def make_program(config: config_lib.Config,
   evaluation actor are `launch.lazy` references.
   """
   spec = experiment_lib.environment_spec(experiment.env)
-  num_actions = specs.num_actions(spec.actions)
   core_state_spec = None
   if config.use_lstm:
     # pylint: disable=g-import-not-at-top
@@ -54,10 +51,7 @@ def make_program(config: config_lib.Config,
     # pylint: enable=g-import-not-at-top
     core_state_spec = networks_lib.state_spec(config)
   program = launch.Program('seed')
-  remote = remote_lib.is_remote(experiment.env)  # Remote clients act instead.
   envs_per_call = config.envs_per_call(experiment.envs_per_actor)
-  if remote:  # A remote slot is one environment: one unroll per item.
-    config = dataclasses.replace(config, batched_items=False)
   with program.group('replay'):  # Resume: the queue, like IMPALA's.
     replay = program.add_node(nodes.queue_node(config, spec, experiment,
                                                envs_per_item=envs_per_call))
@@ -65,7 +59,7 @@ def make_program(config: config_lib.Config,
 
   learner_node = nodes.learner_node(config, spec, replay, counter, experiment)
   learner = learner_node.create_handle()
-  num_servers = 0 if remote else config.num_inference_servers
+  num_servers = config.num_inference_servers
   server_nodes = [
       _server_node(config, spec, experiment, learner, replay, envs_per_call,
                    core_state_spec, s) for s in range(num_servers)]
@@ -83,16 +77,6 @@ def make_program(config: config_lib.Config,
   monitor = experiment_lib.add_monitor(
       program, experiment, counter, learner,
       nodes.eval_actor_factory(config, spec), replay=replay)
-  if remote:  # The remote environment service replaces servers and actors.
-    remote_lib.add_service(
-        program, experiment.logdir, remote_options, functools.partial(
-            launch.lazy('repertory.agents.seed.networks:make_policy'),
-            config, spec,
-            seed=experiment.seed), learner, replay, TABLE, spec.observations,
-        spec.actions, config.unroll_length, config.variable_update_period,
-        {'logits': np.zeros((num_actions,), np.float32)},
-        core_state_spec, counter, monitor, experiment.seed)
-    return program
   with program.group('actor'):
     for i in range(experiment.num_actors):
       program.add_node(launch.PyClassNode(

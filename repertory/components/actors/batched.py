@@ -175,6 +175,7 @@ class BatchedActor(core.Worker):
         end is None or self.steps < end) and self._reporter.acquire(
             self._num_envs):
       self._step()
+      self._reporter.add_episodes(*self._episodes.pop())
       if self.steps % every == 0:
         self.report(every)
       self._refresh_weights()

@@ -170,7 +170,8 @@ class StepsBudget:
         del self._reserved[name]
 
   def hold_at(self, steps: int) -> None:
-    """Grants no step beyond `steps` (counted) until `release()`."""
+    """Grants no step beyond `steps` (counted) until `release()` or the
+    next `hold_at`, which moves the hold."""
     with self._changed:
       self._hold = int(steps)
       self._changed.notify_all()
@@ -194,13 +195,14 @@ class StepsBudget:
       return True
 
   def wait_for_release(self, timeout: float) -> bool:
-    """While a hold is set, blocks up to `timeout` s for its release;
-    returns whether it was released (False at once without a hold)."""
+    """While a hold is set, blocks up to `timeout` s for its release or
+    move; returns whether it was (False at once without a hold)."""
     deadline = time.monotonic() + timeout
     with self._changed:
-      if self._hold is None:
+      hold = self._hold
+      if hold is None:
         return False
-      while self._hold is not None:
+      while self._hold == hold:
         left = deadline - time.monotonic()
         if left <= 0:
           return False

@@ -4,7 +4,7 @@ use it too)."""
 import os
 import socket
 import time
-from typing import Any, List, Tuple
+from typing import Any, List, Sequence, Tuple
 import uuid
 
 import numpy as np
@@ -158,6 +158,15 @@ class ActorReporter:
     out = (self._returns, self._lengths)
     self._returns, self._lengths = [], []
     return out
+
+  def add_episodes(self, returns: Sequence[float],
+                   lengths: Sequence[int]) -> None:
+    """Holds finished episodes for the next report or call to the budget.
+    Under a budget, hand them over right after the step that finished them
+    (before the next `acquire`): the monitor then counts them with that
+    step, and none arrives after the run's results are written."""
+    self._returns.extend(returns)
+    self._lengths.extend(lengths)
 
   def report(self, steps: int, returns: List[float],
              lengths: List[int]) -> None:

@@ -244,14 +244,17 @@ class PeriodicEvaluator(core.Worker):
         if counts is None:
           return
         steps = int(counts.get('actor_steps', 0))
+        if self._every_steps:
+          next_steps = (steps // self._every_steps + 1) * self._every_steps
         try:
           if actor is None:
             environment = self._make_environment()
             actor = self._make_eval_actor(self._variable_source)
           actor.update(wait=True)  # The weights at `steps`.
         finally:
-          if counts.get('held', True):
-            self._monitor.release_evaluation_point()
+          if counts.get('held', True):  # Held again at the next point.
+            self._monitor.release_evaluation_point(
+                next_steps if self._every_steps else None)
         trained = steps - (last_steps if last_steps is not None else
                            max(steps - (self._every_steps or steps), 0))
         max_steps = (None if self._eval_fraction is None else
@@ -264,8 +267,6 @@ class PeriodicEvaluator(core.Worker):
             steps, int(counts.get('learner_steps', 0)), result.as_dict('eval'))
         self.evaluations += 1
         last_time, last_steps = time.monotonic(), steps
-        if self._every_steps:
-          next_steps = (steps // self._every_steps + 1) * self._every_steps
     except Exception:  # pylint: disable=broad-except
       if not stop.is_set():
         raise  # The learner or monitor going away while stopping is expected.

@@ -54,6 +54,9 @@ PROGRESS_SHARE = 0.05
 # How long an evaluation point holds the budget without word from the
 # evaluator (one that died) before the actors go on.
 HOLD_LEASE_SECONDS = 10.0
+# How long the first evaluation point is held before the evaluator's first
+# word (its node may start after the actors).
+FIRST_HOLD_SECONDS = 60.0
 # How long `finish` waits for the actors' last reports.
 SETTLE_SECONDS = 2.0
 
@@ -83,6 +86,10 @@ class RunMonitor:
       budget in steps (whole episodes; None: no limit).
     lease_seconds: an actor silent this long loses its reserved steps
       (`StepsBudget`).
+    metrics_source: see `progress.MetricsRows` (a league's exploitability).
+    eval_every_steps: the periodic evaluator's points (0: none by steps);
+      the budget holds at the first from the start, so actors that start
+      before the evaluator cannot run past it.
   """
 
   def __init__(self,
@@ -100,7 +107,8 @@ class RunMonitor:
                judge_evaluation: bool = False,
                stop_evaluations: int = 1,
                eval_fraction: Optional[float] = evaluator.EVAL_FRACTION,
-               lease_seconds: float = 10.0):
+               lease_seconds: float = 10.0, metrics_source: Any = None,
+               eval_every_steps: int = 0):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
     if stop_evaluations < 1:
@@ -127,7 +135,9 @@ class RunMonitor:
     self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
     self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
-    self._hold_renewed = 0.0  # When the evaluator last asked for its point.
+    self._eval_every_steps = int(eval_every_steps)
+    self._hold_expires = 0.0  # When the hold lapses without the evaluator.
+    self._held_at = 0  # That point.
     self._wake = threading.Event()  # Set when the run may be done.
     self._start = time.time()
     self._results: Optional[dict] = None
@@ -135,7 +145,7 @@ class RunMonitor:
     # evaluations are dropped, so results.json holds the steps taken.
     self._finishing = threading.Event()
     self._files = progress_lib.ProgressFiles(logdir, max_actor_steps,
-                                             self._start)
+                                             self._start, metrics_source)
 
   def record_episodes(self, returns: Sequence[float],
                       lengths: Sequence[int] = ()) -> None:
@@ -159,7 +169,15 @@ class RunMonitor:
         counted = int(self._counter.get_counts().get('actor_steps', 0))
         self._budget = counting.StepsBudget(self._max_actor_steps, counted,
                                             lease_seconds=self._lease_seconds)
+        every = self._eval_every_steps
+        if every and (counted // every + 1) * every < self._max_actor_steps:
+          self._hold(time.monotonic() + FIRST_HOLD_SECONDS,
+                     (counted // every + 1) * every)
       return self._budget
+
+  def _hold(self, expires: float, steps: int) -> None:
+    self._hold_expires, self._held_at = expires, steps
+    self._budget.hold_at(steps)
 
   def lease_steps(self, holder: str, used: int, wanted: int,
                   first: bool = False, returns: Sequence[float] = (),
@@ -204,17 +222,23 @@ class RunMonitor:
     budget = self._get_budget()
     if self._finishing.is_set():
       return None
-    self._hold_renewed = time.monotonic()
-    budget.hold_at(steps)
+    self._hold(time.monotonic() + HOLD_LEASE_SECONDS, steps)
     if not budget.wait_for(steps, timeout_s):
       if int(self._counter.get_counts().get('actor_steps', 0)) < steps:
         return None  # (Actors that count without the budget: by the count.)
     return dict(self._counter.get_counts(), held=True)
 
-  def release_evaluation_point(self) -> None:
-    """Lets the actors go on past the evaluation point."""
-    if self._budget is not None:
+  def release_evaluation_point(self, next_steps: Optional[int] = None
+                               ) -> None:
+    """Lets the actors go on past the evaluation point; with `next_steps`,
+    as far as that next point, held while this evaluation runs (so a slow
+    evaluation does not let them run past it)."""
+    if self._budget is None:
+      return
+    if next_steps is None or self._finishing.is_set():
       self._budget.release()
+    else:
+      self._hold(time.monotonic() + HOLD_LEASE_SECONDS, next_steps)
 
   def record_evaluation(self, actor_steps: int, learner_steps: int,
                         evaluation: Mapping[str, Any],
@@ -305,11 +329,15 @@ class RunMonitor:
                       int(counts.get('policy_lag_items', 0)))
 
   def _drop_stale_hold(self) -> None:
-    if (self._budget is not None and self._hold_renewed and
-        time.monotonic() - self._hold_renewed > HOLD_LEASE_SECONDS):
-      logging.warning('The evaluator held the budget for %.0f s without '
-                      'word; the actors go on.', HOLD_LEASE_SECONDS)
-      self._hold_renewed = 0.0
+    # Only once the actors wait at the point: an evaluation that runs long
+    # before they reach the next one keeps its hold.
+    if (self._budget is not None and self._hold_expires and
+        time.monotonic() > self._hold_expires and
+        self._budget.wait_for(self._held_at, 0)):
+      logging.warning('The evaluation point at %d actor steps was held '
+                      'without word from the evaluator; the actors go on.',
+                      self._held_at)
+      self._hold_expires = 0.0
       self._budget.release()
 
   def finish(self) -> dict:
@@ -333,7 +361,7 @@ class RunMonitor:
     results = dict(self._metadata)
     results.update(summary)
     results.update(evaluation)
-    results.update(learner)
+    results.update(learner, **self._files.final_metrics(summary))
     results['budget_steps_returned'] = (self._budget.returned if self._budget
                                         else 0)
     results['wall_seconds'] = time.time() - self._start

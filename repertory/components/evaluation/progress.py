@@ -24,6 +24,7 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from absl import logging
 import numpy as np
 
 from repertory.components import loggers
@@ -71,9 +72,11 @@ class ProgressFiles:
     logdir: the run's directory.
     max_actor_steps: the budget (the share and ETA of the progress line).
     start: the run's start (`time.time()`), the lines' clock.
+    metrics_source: see `MetricsRows`; read with each progress row.
   """
 
-  def __init__(self, logdir: str, max_actor_steps: int, start: float):
+  def __init__(self, logdir: str, max_actor_steps: int, start: float,
+               metrics_source: Any = None):
     self._logdir = logdir
     self._max_actor_steps = max_actor_steps
     self._start = start
@@ -89,6 +92,7 @@ class ProgressFiles:
     self._progress_csv = loggers.CSVLogger(logdir, 'progress')
     self._boards = {node: tensorboard_files(logdir, node)
                     for node in ('monitor', 'actor', 'evaluator')}
+    self._metrics = MetricsRows(metrics_source, self)
 
   def episodes(self, returns: Sequence[float], lengths: Sequence[int]) -> None:
     """Appends finished training episodes to episodes.csv."""
@@ -124,6 +128,12 @@ class ProgressFiles:
         if all(n > 0 for _, n in episodes):  # Lengths were reported.
           actor['episode_length'] = float(np.mean([n for _, n in episodes]))
       self._boards['actor'].write(actor)
+    self._metrics.poll(summary)
+
+  def final_metrics(self, summary: Mapping[str, Any]) -> Dict[str, Any]:
+    """`MetricsRows.poll(summary, final=True)`: the figures for
+    results.json."""
+    return self._metrics.poll(summary, final=True)
 
   def evaluation(self, row: Mapping[str, Any], final: bool) -> None:
     """An evaluation row: progress.csv, TensorBoard's `evaluator/...` and
@@ -136,6 +146,19 @@ class ProgressFiles:
     if not final:
       self._line(f'evaluation at actor_steps={row["actor_steps"]}: '
                  f'{evaluation_text(row)}')
+
+  def metrics(self, row: Mapping[str, Any], final: bool) -> None:
+    """A row of figures computed elsewhere (a league's exploitability):
+    progress.csv, TensorBoard's `evaluator/...` and a line."""
+    with self._lock:
+      self._progress_csv.write(row)
+      self._boards['evaluator'].write(row)
+    figures = ' '.join(
+        f'{k}={v:.4f}' if isinstance(v, float) else f'{k}={v}'
+        for k, v in row.items()
+        if k not in ('actor_steps', 'learner_steps', 'wall_seconds'))
+    self._line(f'{"final " if final else ""}metrics at '
+               f'actor_steps={row["actor_steps"]}: {figures}')
 
   def line(self, text: str) -> None:
     self._line(text)
@@ -184,6 +207,39 @@ class ProgressFiles:
       print(text, flush=True)
     with open(os.path.join(self._logdir, 'progress.log'), 'a') as f:
       f.write(text + '\n')
+
+
+class MetricsRows:
+  """Figures computed elsewhere (a league's exploitability) as evaluation
+  rows: `source.evaluation_metrics(final)` is read with each progress row,
+  new figures are written (`ProgressFiles.metrics`), and the final ones
+  (read when the run finishes) join results.json."""
+
+  def __init__(self, source: Any, files: ProgressFiles):
+    self._source, self._files = source, files
+    self._last: Dict[str, Any] = {}
+
+  def poll(self, summary: Mapping[str, Any],
+           final: bool = False) -> Dict[str, Any]:
+    """The source's figures if new (or `final`), written as a row with the
+    counts of `summary`; {} otherwise, or when the source failed."""
+    if self._source is None:
+      return {}
+    try:
+      figures = dict(self._source.evaluation_metrics(final))
+    except Exception as e:  # pylint: disable=broad-except
+      logging.warning('No evaluation metrics from %s: %s',
+                      type(self._source).__name__, e)
+      return {}
+    if not figures or (figures == self._last and not final):
+      return {}
+    self._last = figures
+    row = {'actor_steps': summary['actor_steps'],
+           'learner_steps': summary['learner_steps'],
+           'wall_seconds': summary['wall_seconds']}
+    row.update(figures)
+    self._files.metrics(row, final)
+    return figures
 
 
 def evaluation_text(row: Mapping[str, Any], prefix: str = 'eval') -> str:

@@ -29,25 +29,11 @@ A policy whose `step` also takes `uniform` ([B] numbers in [0, 1)) gets each
 actor's numbers from a random stream of that actor's own (seeded by the server's
 `seed` and the actor id), so an actor's actions do not depend on which other
 actors shared its batch.
-
-Opponents (self-play, SEED-style): given `opponents` (a source of frozen
-policies' weights by id, e.g. a `components.league.League` handle), a call
-may add `opponent`, one id per environment ('' for the learner's policy):
-each environment's row is then played by that policy, the opponents'
-built by `make_opponent_policy()` with weights fetched once per id
-(`opponents.get_weights(id) -> (version, weights)`, the most recently used
-`max_opponents` kept). Such a server serves stateless policies and writes
-nothing (`replay=None`: the actor writes each learning player's own
-trajectory); with `return_extras` a call returns `(actions, extras)` with
-the policy's extras and each row's `policy_version` (the learner's or the
-opponent snapshot's), and `stats()['opponents']` counts the rows each
-opponent played.
 """
 
-import collections
 import inspect
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 from absl import logging
 import numpy as np
@@ -99,12 +85,6 @@ class InferenceServer:
       environment for the `UnrollAdder`s (see `UnrollAdder`).
     seed: with the actor id, seeds each actor's action sampling (for a
       policy whose `step` takes `uniform`).
-    opponents: with `get_weights(id) -> (version, weights)`: calls may name
-      each environment's opponent (see the module doc); None: they may not.
-    make_opponent_policy: builds an opponent's policy (default:
-      `make_policy`).
-    max_opponents: opponents' policies kept at once.
-    return_extras: `inference` returns (actions, extras) instead of actions.
     batched_items: each actor's unroll of its N environments is one item
       (`UnrollAdder(batched_items=True)`), not N.
     colocated_variable_source: `variable_source` runs in this process
@@ -135,10 +115,6 @@ class InferenceServer:
                extras_spec: Any = None,
                core_state_spec: Any = None,
                seed: int = 0,
-               opponents: Any = None,
-               make_opponent_policy: Optional[Callable[[], Any]] = None,
-               max_opponents: int = 64,
-               return_extras: bool = False,
                batched_items: bool = False,
                colocated_variable_source: bool = False,
                weights_transport: str = 'handle'):
@@ -161,9 +137,6 @@ class InferenceServer:
     self._policy.set_weights(self._client.params)
     self._version = self._client.version
     self._recurrent = bool(tree.flatten(self._policy.initial_state(1)))
-    self._set_opponents(opponents, make_opponent_policy or make_policy,
-                        max_opponents, replay)
-    self._return_extras = return_extras
     self._replay = replay
     self._table = table
     self._unroll_length = unroll_length
@@ -181,23 +154,6 @@ class InferenceServer:
             InferenceServer._inference).__get__(self, InferenceServer)
     self._channel = launch.LazyChannel(self.inference)
 
-  def _set_opponents(self, opponents: Any,
-                     make_opponent_policy: Callable[[], Any],
-                     max_opponents: int, replay: Any) -> None:
-    """Checks and keeps the opponents' settings (see `__init__`)."""
-    if opponents is not None and (self._recurrent or replay is not None):
-      raise ValueError(
-          'InferenceServer(opponents=...) serves stateless policies and '
-          'writes no trajectories: got a recurrent policy or a replay.')
-    if max_opponents < 1:
-      raise ValueError(f'max_opponents must be >= 1, got {max_opponents}.')
-    self._opponents = opponents
-    self._make_opponent_policy = make_opponent_policy
-    self._max_opponents = max_opponents
-    self._opponent_policies: 'collections.OrderedDict[str, Any]' = (
-        collections.OrderedDict())  # id -> (version, policy), LRU.
-    self._opponent_rows: Dict[str, int] = collections.Counter()
-
   # --- statistics -----------------------------------------------------------
 
   def stats(self) -> Dict[str, Any]:
@@ -205,8 +161,7 @@ class InferenceServer:
     with self._lock:
       return {'num_batches': self.num_batches, 'num_calls': self.num_calls,
               'num_actors': len(self._slots), 'version': self._version,
-              'mean_batch_size': self.num_calls / max(self.num_batches, 1),
-              'opponents': dict(self._opponent_rows)}
+              'mean_batch_size': self.num_calls / max(self.num_batches, 1)}
 
   def state_of(self, actor_id: int) -> Any:
     """The recurrent state held for an actor's environments (for tests)."""
@@ -244,57 +199,8 @@ class InferenceServer:
       self._policy.set_weights(self._client.params)
       self._version = self._client.version
 
-  def _opponent_policy(self, opponent: str):
-    """(version, policy) of an opponent, its weights fetched once."""
-    entry = self._opponent_policies.get(opponent)
-    if entry is None:
-      version, weights = self._opponents.get_weights(opponent)
-      policy = self._make_opponent_policy()
-      policy.set_weights(weights)
-      entry = self._opponent_policies[opponent] = (int(version), policy)
-      if len(self._opponent_policies) > self._max_opponents:
-        self._opponent_policies.popitem(last=False)
-    else:
-      self._opponent_policies.move_to_end(opponent)
-    return entry
-
-  def _step_policies(self, opponent, observation, states, first, kwargs):
-    """Each row through its own policy ('' the learner's): (action, extras
-    with 'policy_version', next_state)."""
-    if opponent is None:
-      action, extras, next_state = self._policy.step(observation, states,
-                                                     first, **kwargs)
-      return action, extras, next_state
-    if self._opponents is None:
-      raise ValueError('InferenceServer: a call named opponents, but this '
-                       'server was built without opponents=.')
-    opponent = np.asarray(opponent).reshape(-1).astype(str)
-    action, extras = None, None
-    for key in dict.fromkeys(opponent.tolist()):  # In order of appearance.
-      rows = np.flatnonzero(opponent == key)
-      if key:
-        version, policy = self._opponent_policy(key)
-        with self._lock:
-          self._opponent_rows[key] += len(rows)
-      else:
-        version, policy = self._version, self._policy
-      part = lambda x: x[rows]  # pylint: disable=cell-var-from-loop
-      a, e, _ = policy.step(tree.map_structure(part, observation), (),
-                            first[rows],
-                            **tree.map_structure(part, kwargs))
-      e = dict(e, policy_version=np.full(len(rows), version, np.int64))
-      if action is None:
-        action = np.zeros((len(opponent),) + np.shape(a)[1:], np.asarray(
-            a).dtype)
-        extras = tree.map_structure(
-            lambda x: np.zeros((len(opponent),) + np.shape(x)[1:],
-                               np.asarray(x).dtype), e)
-      action[rows] = a
-      tree.map_structure(lambda full, x: full.__setitem__(rows, x), extras, e)  # pylint: disable=cell-var-from-loop
-    return action, extras, ()
-
   def _inference(self, actor_id, run_id, step_type, reward, discount,
-                 observation, opponent=None):
+                 observation):
     """Serves a batch of K calls: arguments are stacked, [K, N, ...]."""
     actor_ids = [int(a) for a in np.asarray(actor_id)]
     num_calls = len(actor_ids)
@@ -343,9 +249,8 @@ class InferenceServer:
     if self._uniform:
       kwargs['uniform'] = np.concatenate([s.rng.random_sample(n)
                                           for s in slots])
-    action, extras, next_state = self._step_policies(
-        opponent, _map(flat, observation), states, first,
-        kwargs)
+    action, extras, next_state = self._policy.step(
+        _map(flat, observation), states, first, **kwargs)
 
     for k, slot in enumerate(slots):
       rows = slice(k * n, (k + 1) * n)
@@ -364,11 +269,7 @@ class InferenceServer:
                         self._version)
       slot.state = _map(take, next_state) if self._recurrent else ()
       slot.steps += 1
-    action = np.reshape(action, (num_calls, n) + np.shape(action)[1:])
-    if self._return_extras:
-      return action, tree.map_structure(
-          lambda x: np.reshape(x, (num_calls, n) + np.shape(x)[1:]), extras)
-    return action
+    return np.reshape(action, (num_calls, n) + np.shape(action)[1:])
 
 
 def _map(fn: Callable[[Any], Any], nest: Any) -> Any:

@@ -22,7 +22,6 @@ from repertory.components.league.policy import legal_probabilities
 from repertory.components.league.policy import masked_logits
 from repertory.components.league.policy import MLPPolicy
 from repertory.components.league.policy import sample_legal
-from repertory.components.league.policy import ServedPolicy
 from repertory.components.league.ratings import Elo
 from repertory.components.league.ratings import elo_expected
 from repertory.components.league.ratings import PayoffTable

@@ -8,6 +8,14 @@ version, opponents per episode, payoffs and Elo.
     version, variables = league.get_snapshot(opponent)      # once per id
     league.report([('main', opponent, 0.75)])               # per game
 
+With `exploitability` (a small two-player zero-sum OpenSpiel game's spec,
+`exploitability.check_game`), each new snapshot is followed by OpenSpiel's
+exploitability of the newest snapshot and of the pool's average policy
+(`exploitability.py`): in the league's own logs, and in the run monitor's
+evaluation rows, which read them with `evaluation_metrics()` (and, when
+the run finishes, `evaluation_metrics(final=True)`: of the learner's final
+weights).
+
 It knows no agent: the learner is any variable source (the agent's
 `LearnerHost`), and which variable groups a snapshot holds is what the
 agent's own evaluation actor (`make_eval_actor`, the one its run monitor
@@ -105,6 +113,8 @@ class LeagueNode:
     logdir: where the league's metrics go (`<logdir>/league` in CSV and
       TensorBoard); None: terminal only.
     poll_seconds: how long one wait for a new version lasts.
+    exploitability: the game's spec to compute exploitability on (None:
+      not computed); see the module docstring.
   """
 
   def __init__(self, directory: str, learner: Any,
@@ -112,7 +122,7 @@ class LeagueNode:
                matchmaking: str = 'pfsp', snapshot_every_versions: int = 200,
                max_snapshots: int = 1000, seed: int = 0,
                logdir: Optional[str] = None, poll_seconds: float = 2.0,
-               elo_k: float = 16.0):
+               elo_k: float = 16.0, exploitability: Optional[str] = None):
     if snapshot_every_versions < 1:
       raise ValueError('snapshot_every_versions must be >= 1, got '
                        f'{snapshot_every_versions}.')
@@ -129,6 +139,10 @@ class LeagueNode:
     self._start_lock = threading.Lock()
     self._template: Optional[Dict[str, Any]] = None
     self._loaded: Dict[str, Tuple[int, Dict[str, Any]]] = {}
+    self._exploitability = exploitability
+    self._metric = None  # Built once started (it loads the game).
+    self._metric_lock = threading.Lock()
+    self._figures: Dict[str, float] = {}
     self._logger = None
     if logdir:
       from repertory.components import loggers  # pylint: disable=g-import-not-at-top
@@ -161,6 +175,10 @@ class LeagueNode:
     if self._league.newest(MAIN) is None:
       self._add(version, self._template)
     self._names = names  # Started.
+    if self._exploitability is not None:
+      from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
+      self._metric = exploitability.Exploitability(self._exploitability,
+                                                   self._make_eval_actor)
 
   def _add(self, version: int, variables: Mapping[str, Any]) -> str:
     player = league_lib.snapshot_id(MAIN, version)
@@ -192,10 +210,56 @@ class LeagueNode:
     """Takes snapshots as the learner's versions pass, until the stop."""
     stop = launch.stop_event()
     self._ensure_started()
+    if self._metric is not None:
+      self.measure()
     while not stop.is_set():
-      self.snapshot()
+      added = self.snapshot()
+      if added is not None and self._metric is not None:
+        self.measure()
       if self._logger is not None:
-        self._logger.write(self._league.summary())
+        self._logger.write(dict(self._league.summary(), **self._figures))
+
+  # --- exploitability -------------------------------------------------------------
+
+  def measure(self) -> Dict[str, float]:
+    """Exploitability of the newest snapshot and of the pool's average
+    (with `exploitability_version`, the newest's version); kept for
+    `evaluation_metrics`."""
+    if self._metric is None:
+      return {}
+    players = [p for p in self._league.players() if p['learner'] == MAIN]
+    with self._metric_lock:
+      for p in players:
+        self._metric.add(p['id'], self.get_snapshot(p['id'])[1], p['version'])
+      self._metric.keep([p['id'] for p in players])
+      figures = dict(self._metric.figures(),
+                     exploitability_version=players[-1]['version'])
+    logging.info('League: exploitability %.4f (version %d), pool average '
+                 '%.4f over %d snapshots.', figures['exploitability'],
+                 figures['exploitability_version'],
+                 figures['exploitability_pool'],
+                 figures['exploitability_snapshots'])
+    self._figures = figures
+    return dict(figures)
+
+  def evaluation_metrics(self, final: bool = False) -> Dict[str, float]:
+    """The latest `measure()` figures ({} before any, or without
+    exploitability); `final`: of the learner's weights now, with the pool's
+    average."""
+    if self._metric is None:
+      self._ensure_started()
+      if self._metric is None:
+        return {}
+    if not final:
+      return dict(self._figures)
+    if not self._figures:
+      self.measure()
+    version, values = self._learner.get_variables(self._names)
+    with self._metric_lock:
+      table = self._metric.table(dict(zip(self._names, values)), version)
+      self._figures = dict(self._metric.figures(latest=table),
+                           exploitability_version=int(version))
+    return dict(self._figures)
 
   # --- what environments call ---------------------------------------------------
 

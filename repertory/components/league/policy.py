@@ -12,12 +12,9 @@ run before the MLP when the weights have them:
     policy = MLPPolicy(weights)                  # {'torso/mlp/layers/0/w': ...}
     actions, log_probs = policy.act(observations, legal, rng)   # [B], [B]
     probs = policy.probabilities(observations, legal)            # [B, A]
-
-`ServedPolicy` is the same policy as an `InferenceServer` policy (SEED
-self-play: the server plays the learner and every opponent snapshot).
 """
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -134,30 +131,3 @@ class MLPPolicy:
     """
     return sample_legal(self.probabilities(observations, legal), legal, rng,
                         greedy, epsilon, uniform)
-
-
-class ServedPolicy:
-  """`MLPPolicy` as an `InferenceServer` policy: stateless, observations
-  `{'observation': [B, *obs], 'legal_actions': [B, A]}`, extras
-  `{'log_prob': [B]}` (of the ε-mixture it samples from)."""
-
-  def __init__(self, epsilon: float = 0.0):
-    self._epsilon = epsilon
-    self._policy: Optional[MLPPolicy] = None
-
-  def initial_state(self, batch_size: int) -> Tuple[()]:
-    del batch_size
-    return ()
-
-  def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
-    self._policy = MLPPolicy(weights)
-
-  def step(self, observation: Dict[str, np.ndarray], state: Any,
-           first: np.ndarray, uniform: np.ndarray
-           ) -> Tuple[np.ndarray, Dict[str, np.ndarray], Tuple[()]]:
-    del first
-    actions, log_probs = self._policy.act(
-        observation['observation'], observation['legal_actions'], None,
-        epsilon=self._epsilon, uniform=uniform)
-    return (actions.astype(np.int64), {'log_prob': log_probs.astype(
-        np.float32)}, state)

@@ -19,19 +19,24 @@ which evaluation actor plays its policy (the league plays snapshots with
 it) and which node is its learner (snapshots are the groups that actor
 reads, fetched by version). The run monitor and the evaluator then evaluate
 the alternating seat against a uniformly random player, at least
-`MIN_EVAL_GAMES` games each time.
+`MIN_EVAL_GAMES` games each time. On a game small enough to traverse
+(Kuhn poker, Leduc poker: `exploitability.check_game`), the league node
+also computes OpenSpiel's exploitability of the newest snapshot and of the
+pool's average policy after each snapshot, and the run monitor reports
+them as evaluation rows (`exploitability`, `exploitability_pool`).
 """
 
 import contextlib
 import dataclasses
 import functools
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from repertory import environments
 from repertory import launch
 from repertory.components.evaluation import evaluator as evaluator_lib
 from repertory.components.evaluation import monitor as monitor_lib
+from repertory.components.league import exploitability as exploitability_lib
 from repertory.components.league import matchmaking as matchmaking_lib
 from repertory.components.league import node as node_lib
 from repertory.components.league import opponents
@@ -40,6 +45,11 @@ from repertory.environments import multiagent
 from repertory.environments.multiagent import seat as seat_lib
 
 RULES = (*matchmaking_lib.RULES, *matchmaking_lib.MAIN_RULES)
+# Versions between snapshots unless set: with 'latest' the opponent is the
+# newest snapshot, so this is how far it lags behind the learner (naive
+# self-play wants it close); other rules sample a pool that this spreads.
+SNAPSHOT_EVERY_VERSIONS = {'latest': 20}
+DEFAULT_SNAPSHOT_EVERY_VERSIONS = 200
 # Games every evaluation of a league run plays at least (half in each seat):
 # enough that a 95% interval of the mean return excludes chance when the
 # policy is clearly better than random.
@@ -79,9 +89,10 @@ def _monitor(program: launch.Program) -> launch.PyClassNode:
 
 def make_program(make_agent_program: Callable[..., launch.Program],
                  config: Any, experiment: Any, matchmaking: str = 'pfsp',
-                 snapshot_every_versions: int = 200,
-                 max_snapshots: int = 1000, **program_kwargs: Any
-                 ) -> launch.Program:
+                 snapshot_every_versions: Optional[int] = None,
+                 max_snapshots: int = 1000,
+                 exploitability: Optional[bool] = None,
+                 **program_kwargs: Any) -> launch.Program:
   """The agent's program (`make_agent_program(config, experiment,
   **program_kwargs)`) in a league on the game `experiment.env`.
 
@@ -90,17 +101,31 @@ def make_program(make_agent_program: Callable[..., launch.Program],
     config: the agent's config.
     experiment: an `ExperimentConfig` whose `env` is a two-player game.
     matchmaking: a rule of `RULES`.
-    snapshot_every_versions: see `LeagueNode`.
+    snapshot_every_versions: see `LeagueNode`; None: 20 with 'latest'
+      (`SNAPSHOT_EVERY_VERSIONS`), else 200.
     max_snapshots: see `LeagueNode`.
+    exploitability: compute the exploitability of the newest snapshot and
+      of the pool's average (None: where the game allows it; True: refuse
+      a game that does not).
 
   Raises:
     ValueError (one line, before anything is written): an unknown rule, a
-      game a league cannot play, a league directory it cannot continue.
+      game a league cannot play, a league directory it cannot continue,
+      `exploitability=True` on a game without one.
   """
   if matchmaking not in RULES:
     raise ValueError(f'--league={matchmaking!r}; choose one of '
                      f'{", ".join(RULES)}.')
   check_game(experiment.env)
+  if snapshot_every_versions is None:
+    snapshot_every_versions = SNAPSHOT_EVERY_VERSIONS.get(
+        matchmaking, DEFAULT_SNAPSHOT_EVERY_VERSIONS)
+  if exploitability:
+    reason = exploitability_lib.check_game(experiment.env)
+    if reason:
+      raise ValueError(f'--league_exploitability: {reason}.')
+  elif exploitability is None:
+    exploitability = exploitability_lib.applies(experiment.env)
   directory = os.path.join(experiment.logdir, 'league')
   storage.check_directory(directory, resumed=os.path.exists(
       os.path.join(experiment.logdir, 'counts.json')))
@@ -119,9 +144,10 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                   env=environments_name(experiment.env))
   # Games, not a share of the budget: chance is excluded only over enough.
   games = max(kwargs.get('eval_episodes') or 0, MIN_EVAL_GAMES)
-  monitor.configure(*args, **dict(kwargs, make_environment=evaluation,
-                                  metadata=metadata, eval_episodes=games,
-                                  eval_fraction=None))
+  monitor.configure(*args, **dict(
+      kwargs, make_environment=evaluation, metadata=metadata,
+      eval_episodes=games, eval_fraction=None,
+      metrics_source=league.create_handle() if exploitability else None))
   for node in program.groups.get('evaluator', []):
     if getattr(node, '_ctor', None) is evaluator_lib.PeriodicEvaluator:
       args, kwargs = node.arguments()
@@ -131,7 +157,8 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                    matchmaking=matchmaking,
                    snapshot_every_versions=snapshot_every_versions,
                    max_snapshots=max_snapshots, seed=experiment.seed,
-                   logdir=experiment.logdir)
+                   logdir=experiment.logdir,
+                   exploitability=experiment.env if exploitability else None)
   with program.group('league'):
     program.add_node(league)
   return program

@@ -2,8 +2,10 @@
 directory before a run starts.
 
 `WeightStore` writes each snapshot's variable groups ({group: nest of
-arrays}) to `<directory>/<id>.npz` (no pickles), atomically; `load` puts
-them back into the structure of a template (the learner's own groups).
+arrays}) to `<directory>/<id>.npz` (no pickles), atomically, with each
+array's path in the nest; `load` puts them back into the structure of a
+template (the learner's own groups), or, without one, into nested dicts
+by those paths (what `repertory.play` reads).
 
 `check_directory(directory, resumed)` refuses, in one line, a league
 directory that a run cannot continue: a `league.json` that is not a league
@@ -14,12 +16,13 @@ snapshots' weights or the run resumes (its counts exist).
 import json
 import os
 import tempfile
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 import tree
 
 REQUIRED_KEYS = ('players', 'last_snapshot', 'payoff', 'elo', 'elo_k', 'games')
+_PATHS = 'paths'  # The npz entry naming each array's path ('group/name').
 
 
 def _file_name(player: str) -> str:
@@ -34,15 +37,22 @@ class WeightStore:
     os.makedirs(directory, exist_ok=True)
 
   def path(self, player: str) -> str:
-    return os.path.join(self._directory, _file_name(player))
+    return self.path_in(self._directory, player)
+
+  @staticmethod
+  def path_in(directory: str, player: str) -> str:
+    """Where snapshot `player`'s weights are in `directory`."""
+    return os.path.join(directory, _file_name(player))
 
   def save(self, player: str, variables: Mapping[str, Any]) -> None:
     flat = tree.flatten(dict(variables))
+    paths = np.array(['\n'.join(str(k) for k in path) for path, _ in
+                      tree.flatten_with_path(dict(variables))])
     fd, tmp = tempfile.mkstemp(prefix='.weights.', suffix='.npz',
                                dir=self._directory)
     try:
       with os.fdopen(fd, 'wb') as f:
-        np.savez(f, *[np.asarray(x) for x in flat])
+        np.savez(f, *[np.asarray(x) for x in flat], **{_PATHS: paths})
         f.flush()
         os.fsync(f.fileno())
       os.replace(tmp, self.path(player))
@@ -51,11 +61,34 @@ class WeightStore:
         os.remove(tmp)
       raise
 
-  def load(self, player: str, template: Mapping[str, Any]) -> Dict[str, Any]:
-    """Snapshot `player`'s groups in the structure of `template`."""
-    with np.load(self.path(player), allow_pickle=False) as data:
-      flat = [data[f'arr_{i}'] for i in range(len(data.files))]
-    return tree.unflatten_as(dict(template), flat)
+  def load(self, player: str, template: Optional[Mapping[str, Any]] = None
+           ) -> Dict[str, Any]:
+    """Snapshot `player`'s groups in the structure of `template`, or (None)
+    as nested dicts by their saved paths."""
+    return self.load_file(_file_name(player), template)
+
+  def load_file(self, name: str, template: Optional[Mapping[str, Any]] = None
+                ) -> Dict[str, Any]:
+    """`load` of the file `name` in the directory."""
+    path = os.path.join(self._directory, name)
+    with np.load(path, allow_pickle=False) as data:
+      count = len([name for name in data.files if name.startswith('arr_')])
+      flat = [data[f'arr_{i}'] for i in range(count)]
+      paths = data[_PATHS] if _PATHS in data.files else None
+    if template is not None:
+      return tree.unflatten_as(dict(template), flat)
+    if paths is None:
+      raise ValueError(f'{path} names no paths of its arrays '
+                       '(written by an earlier version): load it with a '
+                       'template of its groups.')
+    out: Dict[str, Any] = {}
+    for key_path, value in zip(paths, flat):
+      *parents, leaf = str(key_path).split('\n')
+      node = out
+      for key in parents:
+        node = node.setdefault(key, {})
+      node[leaf] = value
+    return out
 
   def remove(self, player: str) -> None:
     if os.path.exists(self.path(player)):

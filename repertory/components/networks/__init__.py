@@ -25,6 +25,7 @@ from repertory.components.networks.seeding import seeded
 from repertory.components.networks.torsos import AtariTorso
 from repertory.components.networks.torsos import BoardTorso
 from repertory.components.networks.torsos import check_board_planes
+from repertory.components.networks.torsos import MinAtarTorso
 from repertory.components.networks.torsos import MLPTorso
 from repertory.components.networks.torsos import ResNetTorso
 from repertory.components.networks.variables import assign_variables

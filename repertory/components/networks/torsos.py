@@ -104,6 +104,37 @@ class AtariTorso(snt.Module):
         self._forward, _to_float(observation), event_rank=3)
 
 
+class MinAtarTorso(snt.Module):
+  """The MinAtar paper's network (Young & Tian 2019, "MinAtar: An
+  Atari-Inspired Testbed for Thorough and Reproducible Reinforcement
+  Learning Experiments", section 4): conv `channels` 3x3 stride 1 VALID +
+  ReLU over the `[..., H, W, C]` board -> flatten -> linear `output_size` +
+  ReLU. Boolean boards are cast to 0/1. Actors apply its weights in numpy
+  ('torso/conv/{w,b}', 'torso/linear/{w,b}': `numpy_mlp.conv2d`).
+  """
+
+  def __init__(self, channels: int = 16, output_size: int = 128,
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    if int(channels) < 1 or int(output_size) < 1:
+      raise ValueError(
+          f'MinAtarTorso: channels={channels!r} and output_size='
+          f'{output_size!r} must be positive ints.')
+    self._conv = snt.Conv2D(int(channels), kernel_shape=3, stride=1,
+                            padding='VALID')
+    self._linear = snt.Linear(int(output_size))
+    self.output_size = int(output_size)
+
+  def _forward(self, boards: tf.Tensor) -> tf.Tensor:
+    x = tf.nn.relu(self._conv(boards))
+    return tf.nn.relu(self._linear(_flatten(x)))
+
+  def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+    """`[..., H, W, C]` -> `[..., output_size]`."""
+    return batching.apply_over_leading_dims(
+        self._forward, _to_float(observation), event_rank=3)
+
+
 def check_board_planes(conv_channels: Sequence[int], shape: Sequence[int],
                        game: str = 'this game') -> None:
   """Refuses `BoardTorso` convolutions (an agent's `Config.conv_channels`)

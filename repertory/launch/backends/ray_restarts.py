@@ -37,13 +37,18 @@ class Restarts:
 
   def _pid_of(self, unit_id: str) -> Optional[int]:
     """The process id the unit's latest start() reported, if it answered."""
+    return self._started_info(unit_id).get('pid')
+
+  def _started_info(self, unit_id: str) -> dict:
+    """What the unit's latest start() reported (its pid and host's ip), or
+    {} if it did not answer."""
     ref = self._start_refs.get(unit_id)
     if ref is None or not ray.wait([ref], timeout=0)[0]:
-      return None
+      return {}
     try:
-      return ray.get(ref)['pid']
+      return ray.get(ref)
     except Exception:  # pylint: disable=broad-except
-      return None
+      return {}
 
   def _restarted(self, unit_id: str, old_pid: Optional[int]) -> bool:
     """Whether a restarted unit's new process started (a start() that the
@@ -73,10 +78,12 @@ class Restarts:
         self._start_refs[unit_id] = self.actors[unit_id].start.remote()
         return ('restarted', old_pid)
       unit = next(u for u in self.program.units if u.unit_id == unit_id)
+      ip = self._started_info(unit_id).get('ip')
+      where = f' on host {ip}' if ip else ''
       error = errors.NodeError(
           unit.label, unit_id,
-          f'The process of unit {unit_id} died or could not start:\n{e}',
-          self._logfile(unit_id))
+          f'The process of unit {unit_id}{where} died or could not start:'
+          f'\n{e}', self._logfile(unit_id))
       old_pid = self._pid_of(unit_id)
       if self._restart(unit_id, error, kill=False):
         return ('restarted', old_pid)

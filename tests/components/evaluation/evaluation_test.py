@@ -13,6 +13,7 @@ import pytest
 from repertory import core
 from repertory import environments
 from repertory import launch
+from repertory.components import actors
 from repertory.components import counting
 from repertory.components import evaluation
 
@@ -227,24 +228,73 @@ def _monitor_node(tmp_path, counter, **kwargs):
   return launch.CourierNode(evaluation.RunMonitor, **values)
 
 
-def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
-  """Three actors of 7-step batches against a budget of 1,000: the monitor
-  ends the run (without waiting for a progress tick) at 1,000 to 1,018."""
+def _run_budget(tmp_path, actor, *actor_args, num_actors=1,
+                make_evaluator=None, eval_every_steps=0):
+  """Runs `num_actors` actors `actor(counter, monitor, *actor_args)` (and
+  the node `make_evaluator(counter, monitor)`, if given) against a monitor
+  with a budget of 1,000 steps (test_mt); returns results.json."""
   program = launch.Program('budget_test')
   with program.group('counter'):
     counter = program.add_node(launch.CourierNode(counting.Counter))
   with program.group('monitor'):
-    monitor = program.add_node(_monitor_node(tmp_path, counter,
-                                             max_actor_steps=1_000))
+    monitor = program.add_node(_monitor_node(
+        tmp_path, counter, max_actor_steps=1_000,
+        eval_every_steps=eval_every_steps))
+  if make_evaluator is not None:
+    with program.group('evaluator'):
+      program.add_node(make_evaluator(counter, monitor))
   with program.group('actor'):
-    for _ in range(3):
-      program.add_node(launch.PyNode(_budgeted_actor, counter, monitor, 7))
+    for _ in range(num_actors):
+      program.add_node(launch.PyNode(actor, counter, monitor, *actor_args))
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
   assert launched.wait(timeout=120)
   with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
+    return json.load(f)
+
+
+def test_actors_stop_within_one_batched_step_of_the_budget(tmp_path):
+  """Three actors of 7-step batches against a budget of 1,000: the monitor
+  ends the run (without waiting for a progress tick) at 1,000 to 1,018."""
+  results = _run_budget(tmp_path, _budgeted_actor, 7, num_actors=3)
   assert 1_000 <= results['actor_steps'] <= 1_000 + 3 * 6
+
+
+class FixedBatchPolicy:
+  """A `core.Policy` that always takes the same action."""
+
+  def __init__(self, action):
+    self._action = action
+
+  def initial_state(self, batch_size):
+    del batch_size
+    return ()
+
+  def step(self, observation, state, first):
+    del first
+    return np.full(len(observation), self._action, np.int32), {}, state
+
+  def set_weights(self, weights):
+    del weights
+
+
+def _batched_actor(counter, monitor, num_envs, report_every):
+  actors.BatchedActor(
+      environments.make_batched('catch', num_envs, seed=0),
+      FixedBatchPolicy(1), counter=counter, monitor=monitor,
+      report_every=report_every).run()
+
+
+def test_episodes_are_counted_with_the_steps_that_finished_them(tmp_path):
+  """A budgeted actor that reports every 12 batched steps: the episodes
+  that end after its last report (batched catch ends an episode every 10th
+  step, 9 moves and the reset: the last at step 499 of its 500, after the
+  report at 492) still reach results.json and episodes.csv."""
+  results = _run_budget(tmp_path, _batched_actor, 2, 12)
+  with open(os.path.join(tmp_path, 'episodes.csv')) as f:
+    rows = list(csv.DictReader(f))
+  assert results['actor_steps'] == 1_000
+  assert results['episodes'] == 2 * (500 // 10) == len(rows)
 
 
 def _count_slowly(counter):
@@ -283,6 +333,40 @@ def test_evaluator_reports_on_its_cadence_and_the_monitor_judges_it(
   assert int(final['eval_episodes']) == 2
   with open(os.path.join(tmp_path, 'results.json')) as f:
     assert json.load(f)['eval_episodes'] == 2
+
+
+class SlowActor(FixedActor):
+  """A FixedActor that takes 10 ms a step."""
+
+  def select_action(self, observation):
+    time.sleep(0.01)
+    return super().select_action(observation)
+
+
+class LateEvaluator(evaluation.PeriodicEvaluator):
+  """A PeriodicEvaluator whose node starts half a second late."""
+
+  def run(self):
+    time.sleep(0.5)
+    super().run()
+
+
+def test_a_slow_evaluation_holds_the_actors_at_the_next_point(tmp_path):
+  """Evaluations every 100 steps that take longer than the actors need
+  for 100 steps: the actors wait at the next point while one runs, so
+  each evaluates at its point (within one batch of 7); the first too,
+  although the evaluator starts after the actors."""
+  _run_budget(tmp_path, _budgeted_actor, 7, eval_every_steps=100,
+              make_evaluator=lambda c, m: launch.CourierNode(
+                  LateEvaluator, c, m,
+                  functools.partial(environments.make, 'catch', seed=5),
+                  functools.partial(SlowActor, 1), None, num_episodes=2,
+                  every_steps=100, eval_fraction=None))
+  with open(os.path.join(tmp_path, 'progress.csv')) as f:
+    rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
+  points = [int(r['actor_steps']) for r in rows[:-1]]  # The last: final.
+  assert len(points) >= 5, points
+  assert all(p % 100 < 7 for p in points), points
 
 
 def test_evaluator_needs_a_cadence():

@@ -142,3 +142,41 @@ def test_the_budget_spent_means_the_steps_are_counted(tmp_path):
   assert seen_by_counter == [False, False]
   assert monitor._done()  # pylint: disable=protected-access
   assert monitor.finish()['actor_steps'] == 200
+
+
+class _Figures:
+  """A metrics source (what a league node is to the monitor): figures that
+  change when it says, and its own final ones."""
+
+  def __init__(self):
+    self.value, self.calls = 0.5, []
+
+  def evaluation_metrics(self, final=False):
+    self.calls.append(final)
+    return {'exploitability': -1.0 if final else self.value}
+
+
+def test_a_metrics_source_gives_rows_as_they_change_and_final_figures(
+    tmp_path):
+  counter = counting.Counter()
+  source = _Figures()
+  monitor = monitor_lib.RunMonitor(
+      counter=counter, make_environment=lambda: environments.make('catch'),
+      make_eval_actor=_FirstActionActor, variable_source=None,
+      logdir=str(tmp_path), max_actor_steps=10_000, eval_episodes=1,
+      metrics_source=source)
+  monitor.acquire_steps('actor/0', 0, 100, first=True)
+  monitor._progress_row()  # pylint: disable=protected-access
+  monitor._progress_row()  # pylint: disable=protected-access  (no new row)
+  source.value = 0.25
+  monitor.acquire_steps('actor/0', 100, 100)
+  monitor._progress_row()  # pylint: disable=protected-access
+  results = monitor.finish()
+  assert results['exploitability'] == -1.0 and source.calls[-1] is True
+  with open(tmp_path / 'progress.csv') as f:
+    rows = [r for r in csv.DictReader(f) if r['exploitability']]
+  assert [(int(r['actor_steps']), float(r['exploitability']))
+          for r in rows] == [(0, 0.5), (100, 0.25), (100, -1.0)]
+  with open(tmp_path / 'progress.log') as f:
+    lines = [l for l in f if 'exploitability=' in l]
+  assert len(lines) == 3 and 'final metrics' in lines[-1]

@@ -60,6 +60,11 @@ def test_rejects_an_unknown_rule_and_a_single_agent_game(tmp_path):
   with pytest.raises(ValueError, match='catch.* single-agent'):
     league.make_program(a2c.make_program, a2c.Config(),
                         _experiment(tmp_path, env='catch'))
+  with pytest.raises(ValueError, match='--league_exploitability: .*tic_tac_'
+                     'toe.* has over 100000 histories') as error:
+    league.make_program(a2c.make_program, a2c.Config(),
+                        _experiment(tmp_path), exploitability=True)
+  assert '\n' not in str(error.value)
   assert not os.listdir(tmp_path)  # Nothing written.
 
 
@@ -69,6 +74,44 @@ def test_the_program_is_the_agents_own_plus_a_league(tmp_path):
                                 _experiment(tmp_path))
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
                                  'evaluator', 'actor', 'league'}
+
+
+@pytest.mark.parametrize('rule, given, every', [
+    ('latest', None, 20), ('pfsp', None, 200), ('latest', 7, 7)])
+def test_latest_snapshots_often_unless_told(tmp_path, rule, given, every):
+  # With 'latest' the opponent is the newest snapshot: it lags behind the
+  # learner by up to the snapshot interval.
+  a2c = _a2c()
+  program = league.make_program(a2c.make_program, a2c.Config(),
+                                _experiment(tmp_path), matchmaking=rule,
+                                snapshot_every_versions=given)
+  [node] = program.groups['league']
+  assert node.arguments()[1]['snapshot_every_versions'] == every
+
+
+def test_a_league_on_kuhn_poker_reports_exploitability(tmp_path):
+  a2c = _a2c()
+  config = a2c.Config(unroll_length=5, batch_size=4, max_queue_size=16)
+  program = league.make_program(
+      a2c.make_program, config,
+      _experiment(tmp_path, env='openspiel:kuhn_poker', max_actor_steps=3000,
+                  eval_every_steps=1500, progress_every_seconds=0.5),
+      matchmaking='uniform', snapshot_every_versions=20)
+  launched = launch.launch(program, launch_type='test_mt',
+                           termination_notice_secs=5)
+  assert launched.wait(timeout=300)
+  with open(os.path.join(tmp_path, 'results.json')) as f:
+    results = json.load(f)
+  assert 0 < results['exploitability'] < 3  # Kuhn's payoffs are in [-2, 2].
+  assert 0 < results['exploitability_pool'] < 3
+  assert results['exploitability_snapshots'] >= 1
+  assert results['exploitability_version'] == results['learner_version']
+  import csv  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(tmp_path, 'progress.csv')) as f:
+    rows = [r for r in csv.DictReader(f) if r.get('exploitability')]
+  assert len(rows) >= 2  # As it goes, and the final one.
+  with open(os.path.join(tmp_path, 'progress.log')) as f:
+    assert 'exploitability_pool=' in f.read()
 
 
 @pytest.mark.slow  # A minute or two alone.

@@ -1,14 +1,16 @@
-"""The self-play loss against a plain per-step reference (NeuRD, A2C and
-MMD with a uniform or a network magnet)."""
+"""NeuRD's, MMD's and A2C's losses against a plain per-step reference
+written from the papers (Hennes et al. 2020; Sokota et al. 2022), MMD with
+a uniform or a given magnet."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from repertory.agents import selfplay
-from repertory.agents.selfplay import loss as loss_lib
+from repertory.agents import neurd
+from repertory.agents.neurd import loss as loss_lib
 
 T, B, A = 4, 3, 3
+GAMMA = 0.9
 
 
 def _batch(seed):
@@ -38,17 +40,28 @@ def _log_softmax_legal(z, legal):
   return z - m - np.log(np.exp(z - m).sum())
 
 
+def _returns(reward, discount, step_type):
+  """G_t = r_t + γ d_t G_{t+1} (no bootstrap), and the mask of real steps."""
+  returns = np.zeros((T, B))
+  for b in range(B):
+    g = 0.0
+    for t in reversed(range(T)):
+      g = reward[t, b] + GAMMA * discount[t, b] * g
+      returns[t, b] = g
+  return returns, (step_type != 2).astype(np.float32)
+
+
 def _reference(logits, q, legal, action, reward, discount, step_type, config,
                magnet=None):
-  """Plain loops, written from the loss.py docstring."""
+  """Plain loops, written from the papers' per-information-state updates."""
   total = critic_sum = policy_sum = entropy_sum = 0.0
   grad = np.zeros_like(logits)
   valid = [(t, b) for t in range(T) for b in range(B) if step_type[t, b] != 2]
   for t, b in valid:
     g, k = 0.0, 1.0
-    for s in range(t, T):  # G_t = r_t + γ d_t G_{t+1}
+    for s in range(t, T):  # G_t = Σ_s γ^(s-t) Π d r_s
       g += k * reward[s, b]
-      k *= config.discount * discount[s, b]
+      k *= GAMMA * discount[s, b]
     z = np.where(legal[t, b] > 0, logits[t, b], -1e9)
     pi = np.exp(z - z.max())
     pi /= pi.sum()
@@ -83,28 +96,45 @@ def _reference(logits, q, legal, action, reward, discount, step_type, config,
   return total / n, critic_sum / n, policy_sum / n, entropy_sum / n, grad
 
 
+def _loss(config, logits, batch, magnet=None):
+  """The loss function of `config.policy_loss` on `_batch`'s arrays."""
+  _, q, legal, action, reward, discount, step_type = batch
+  returns, mask = _returns(reward, discount, step_type)
+  args = (logits, tf.constant(q, tf.float32), tf.constant(legal),
+          tf.constant(action), tf.constant(returns), tf.constant(mask))
+  common = dict(baseline_cost=config.baseline_cost,
+                entropy_cost=config.entropy_cost)
+  if config.policy_loss == 'neurd':
+    return loss_lib.neurd_loss(*args, clip=10.0, **common)
+  if config.policy_loss == 'mmd':
+    return loss_lib.mmd_loss(
+        *args, magnet_strength=config.magnet_strength, clip=10.0,
+        magnet_logits_t=None if magnet is None else tf.constant(magnet),
+        **common)
+  return loss_lib.a2c_loss(*args, **common)
+
+
 @pytest.mark.parametrize('policy_loss, magnet', [
     ('neurd', None), ('a2c', None), ('mmd', None), ('mmd', 'network')])
 @pytest.mark.parametrize('seed', [0, 1])
 def test_loss_matches_the_reference(policy_loss, magnet, seed):
-  config = selfplay.Config(policy_loss=policy_loss, entropy_cost=0.05,
-                           discount=0.9, magnet_strength=0.3)
+  config = neurd.Config(policy_loss=policy_loss, entropy_cost=0.05,
+                        magnet_strength=0.3)
   batch = _batch(seed)
   if magnet is not None:
     magnet = np.random.default_rng(seed + 10).normal(size=(T, B, A)) * 2
   logits = tf.Variable(batch[0], dtype=tf.float32)
   with tf.GradientTape() as tape:
-    out = loss_lib.selfplay_loss(
-        logits, tf.constant(batch[1], tf.float32), *map(tf.constant,
-                                                         batch[2:]), config,
-        None if magnet is None else tf.constant(magnet, tf.float32))
-    policy = out.policy
+    out = _loss(config, logits, batch, magnet)
+    policy = out.extra['policy_loss']
   total, critic, policy_ref, entropy, grad = _reference(*batch, config,
                                                         magnet)
-  np.testing.assert_allclose(out.total, total, rtol=1e-4, atol=1e-5)
-  np.testing.assert_allclose(out.critic, critic, rtol=1e-4, atol=1e-5)
-  np.testing.assert_allclose(out.policy, policy_ref, rtol=1e-4, atol=1e-5)
-  np.testing.assert_allclose(out.entropy, entropy, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.loss, total, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.extra['critic_loss'], critic, rtol=1e-4,
+                             atol=1e-5)
+  np.testing.assert_allclose(policy, policy_ref, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(out.extra['entropy'], entropy, rtol=1e-4,
+                             atol=1e-5)
   if policy_loss in ('neurd', 'mmd'):
     # The policy term's gradient on the logits: -A(a) for every legal action
     # (none outward past the clip), over the number of valid steps.
@@ -113,12 +143,12 @@ def test_loss_matches_the_reference(policy_loss, magnet, seed):
 
 
 def test_mmd_with_a_uniform_magnet_and_no_strength_is_neurd():
-  batch = [tf.constant(x, tf.float32) for x in _batch(0)[:2]] + [
-      tf.constant(x) for x in _batch(0)[2:]]
-  neurd = loss_lib.selfplay_loss(*batch, selfplay.Config(policy_loss='neurd'))
-  mmd = loss_lib.selfplay_loss(*batch, selfplay.Config(policy_loss='mmd',
-                                                       magnet_strength=0.0))
-  np.testing.assert_allclose(mmd.total, neurd.total, rtol=1e-6)
+  batch = _batch(0)
+  logits = tf.constant(batch[0], tf.float32)
+  neurd_out = _loss(neurd.Config(policy_loss='neurd'), logits, batch)
+  mmd_out = _loss(neurd.Config(policy_loss='mmd', magnet_strength=0.0),
+                  logits, batch)
+  np.testing.assert_allclose(mmd_out.loss, neurd_out.loss, rtol=1e-6)
 
 
 def test_mmd_fixed_point_is_the_magnets_logit_response():
@@ -127,30 +157,39 @@ def test_mmd_fixed_point_is_the_magnets_logit_response():
   alpha = 0.5
   q = np.array([[[1.0, -0.5, 0.25]]])
   magnet = np.array([[[0.3, -1.0, 0.0]]])
-  legal = np.ones((1, 1, 3))
-  args = (tf.constant(q, tf.float32), tf.constant(legal, tf.float32),
-          tf.constant([[0]]), tf.constant([[0.0]]), tf.constant([[0.0]]),
-          tf.constant([[0]]))
-  config = selfplay.Config(policy_loss='mmd', magnet_strength=alpha)
+  args = (tf.constant(q, tf.float32), tf.ones((1, 1, 3)), tf.constant([[0]]),
+          tf.constant([[0.0]]), tf.constant([[1.0]]))
 
   def gradient(logits):
     logits = tf.Variable(logits, dtype=tf.float32)
     with tf.GradientTape() as tape:
-      out = loss_lib.selfplay_loss(logits, *args, config,
-                                   tf.constant(magnet, tf.float32))
-    return tape.gradient(out.policy, logits).numpy()
+      out = loss_lib.mmd_loss(logits, *args, magnet_strength=alpha,
+                              magnet_logits_t=tf.constant(magnet, tf.float32))
+    return tape.gradient(out.extra['policy_loss'], logits).numpy()
 
   np.testing.assert_allclose(gradient(magnet + q / alpha), 0.0, atol=1e-5)
   assert np.abs(gradient(magnet)).max() > 0.1
 
 
-def test_config_rejects_bad_mmd_values():
+def test_losses_check_their_shapes():
+  logits = tf.zeros((T, B, A))
+  with pytest.raises(ValueError, match=r'neurd_loss: .*q_t'):
+    loss_lib.neurd_loss(logits, tf.zeros((T, B, A + 1)), tf.ones((T, B, A)),
+                        tf.zeros((T, B), tf.int32), tf.zeros((T, B)),
+                        tf.ones((T, B)))
+  with pytest.raises(ValueError, match=r'a2c_loss: returns_t has shape'):
+    loss_lib.a2c_loss(logits, logits, tf.ones((T, B, A)),
+                      tf.zeros((T, B), tf.int32), tf.zeros((T + 1, B)),
+                      tf.ones((T + 1, B)))
+
+
+def test_config_rejects_bad_values():
   with pytest.raises(ValueError, match=r"policy_loss='reinforce'; choose one "
-                     'of neurd, a2c, mmd, vtrace, ppo'):
-    selfplay.Config(policy_loss='reinforce')
-  with pytest.raises(ValueError, match='magnet_update_steps must be >= 1'):
-    selfplay.Config(policy_loss='mmd', magnet_update_steps=0)
-  with pytest.raises(ValueError, match='magnet_strength must be >= 0'):
-    selfplay.Config(magnet_strength=-0.1)
-  with pytest.raises(ValueError, match='learning_rate_decay_steps'):
-    selfplay.Config(learning_rate_decay_steps=0)
+                     'of neurd, mmd, a2c'):
+    neurd.Config(policy_loss='reinforce')
+  with pytest.raises(ValueError, match='magnet_strength=-0.1 must be >= 0'):
+    neurd.Config(magnet_strength=-0.1)
+  with pytest.raises(ValueError, match='batch_size'):
+    neurd.Config(batch_size=0)
+  with pytest.raises(ValueError, match=r'exploration must be in \[0, 1\)'):
+    neurd.Config(exploration=1.0)
