@@ -18,6 +18,8 @@ import reverb
 import tensorflow as tf
 import tree
 
+from repertory.launch.process import tf_internals
+
 
 def _address(server) -> str:
   if isinstance(server, str):
@@ -175,7 +177,7 @@ class StarvationLoggingIterator:
     self._requests = queue.Queue()
     self._results = queue.Queue()
     self._pending = False
-    self._next = _cancellable_next(iterator)
+    self._next = tf_internals.CancellableNext(iterator)
     self._thread = threading.Thread(target=self._work, daemon=True,
                                     name=f'dataset_next_{table}')
     self._thread.start()
@@ -233,50 +235,6 @@ class StarvationLoggingIterator:
     cancel = getattr(self._next, 'cancel', None)
     if cancel is not None:
       cancel()
-
-
-class _cancellable_next:  # pylint: disable=invalid-name
-  """`next(iterator)`; for a tf.data iterator, a get-next that `cancel()`
-  ends (it raises `CancelledError`) even while Reverb waits for samples:
-  Reverb's sampler waits forever otherwise, even after its server stopped."""
-
-  def __init__(self, iterator: Iterator[Any]):
-    self._iterator = iterator
-    self._manager = None
-    if isinstance(iterator, tf.data.Iterator) and hasattr(
-        iterator, '_iterator_resource'):
-      from tensorflow.python.eager import cancellation  # pylint: disable=g-import-not-at-top
-      self._manager = cancellation.CancellationManager()
-
-  def __call__(self) -> Any:
-    iterator = self._iterator
-    if iterator is None:
-      raise StopIteration
-    if self._manager is None:
-      return next(iterator)
-    # pylint: disable=g-import-not-at-top,protected-access
-    from tensorflow.python.data.util import structure
-    from tensorflow.python.eager import context as tf_context
-    from tensorflow.python.eager import execute
-    attrs = ('output_types', [execute.make_type(t, 'output_types')
-                              for t in iterator._flat_output_types],
-             'output_shapes', [execute.make_shape(s, 'output_shapes')
-                               for s in iterator._flat_output_shapes])
-    try:
-      flat = execute.execute_with_cancellation(
-          b'IteratorGetNext', len(iterator._flat_output_types),
-          [iterator._iterator_resource], attrs, tf_context.context(),
-          self._manager)
-    except tf.errors.OutOfRangeError:
-      raise StopIteration from None
-    return structure.from_compatible_tensor_list(iterator._element_spec, flat)
-    # pylint: enable=g-import-not-at-top,protected-access
-
-  def cancel(self) -> None:
-    """Ends a get-next under way; later calls raise `StopIteration`."""
-    if self._manager is not None:
-      self._manager.start_cancel()
-    self._iterator = None
 
 
 def pad_batch(data: Any, batch_size: int) -> Tuple[Any, tf.Tensor]:
