@@ -42,6 +42,7 @@ from repertory import core
 from repertory import launch
 from repertory.components import counting
 from repertory.components.evaluation import evaluator
+from repertory.components.evaluation import points
 from repertory.components.evaluation import progress as progress_lib
 
 RECENT_EPISODES = progress_lib.RECENT_EPISODES
@@ -51,12 +52,6 @@ lines_shown_elsewhere = progress_lib.lines_shown_elsewhere
 CHECK_EVERY_SECONDS = 0.25
 # A progress row also each time this share of the budget is spent.
 PROGRESS_SHARE = 0.05
-# How long an evaluation point holds the budget without word from the
-# evaluator (one that died) before the actors go on.
-HOLD_LEASE_SECONDS = 10.0
-# How long the first evaluation point is held before the evaluator's first
-# word (its node may start after the actors).
-FIRST_HOLD_SECONDS = 60.0
 # How long `finish` waits for the actors' last reports.
 SETTLE_SECONDS = 2.0
 
@@ -136,8 +131,7 @@ class RunMonitor:
     self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
     self._eval_every_steps = int(eval_every_steps)
-    self._hold_expires = 0.0  # When the hold lapses without the evaluator.
-    self._held_at = 0  # That point.
+    self._holds: Optional[points.PointHolds] = None  # With the budget.
     self._wake = threading.Event()  # Set when the run may be done.
     self._start = time.time()
     self._results: Optional[dict] = None
@@ -169,15 +163,9 @@ class RunMonitor:
         counted = int(self._counter.get_counts().get('actor_steps', 0))
         self._budget = counting.StepsBudget(self._max_actor_steps, counted,
                                             lease_seconds=self._lease_seconds)
-        every = self._eval_every_steps
-        if every and (counted // every + 1) * every < self._max_actor_steps:
-          self._hold(time.monotonic() + FIRST_HOLD_SECONDS,
-                     (counted // every + 1) * every)
+        self._holds = points.PointHolds(self._budget, counted,
+                                        self._eval_every_steps)
       return self._budget
-
-  def _hold(self, expires: float, steps: int) -> None:
-    self._hold_expires, self._held_at = expires, steps
-    self._budget.hold_at(steps)
 
   def lease_steps(self, holder: str, used: int, wanted: int,
                   first: bool = False, returns: Sequence[float] = (),
@@ -222,7 +210,7 @@ class RunMonitor:
     budget = self._get_budget()
     if self._finishing.is_set():
       return None
-    self._hold(time.monotonic() + HOLD_LEASE_SECONDS, steps)
+    self._holds.hold(steps)
     if not budget.wait_for(steps, timeout_s):
       if int(self._counter.get_counts().get('actor_steps', 0)) < steps:
         return None  # (Actors that count without the budget: by the count.)
@@ -233,12 +221,8 @@ class RunMonitor:
     """Lets the actors go on past the evaluation point; with `next_steps`,
     as far as that next point, held while this evaluation runs (so a slow
     evaluation does not let them run past it)."""
-    if self._budget is None:
-      return
-    if next_steps is None or self._finishing.is_set():
-      self._budget.release()
-    else:
-      self._hold(time.monotonic() + HOLD_LEASE_SECONDS, next_steps)
+    if self._holds is not None:
+      self._holds.release(None if self._finishing.is_set() else next_steps)
 
   def record_evaluation(self, actor_steps: int, learner_steps: int,
                         evaluation: Mapping[str, Any],
@@ -309,7 +293,8 @@ class RunMonitor:
       while not stop.is_set():
         self._wake.wait(min(self._period, CHECK_EVERY_SECONDS))
         self._wake.clear()
-        self._drop_stale_hold()
+        if self._holds is not None:
+          self._holds.drop_if_stale()
         steps = int(self._counter.get_counts().get('actor_steps', 0))
         if time.monotonic() >= next_time or steps >= next_steps:
           next_time = time.monotonic() + self._period
@@ -327,18 +312,6 @@ class RunMonitor:
     counts = self._counter.get_counts()
     self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
                       int(counts.get('policy_lag_items', 0)))
-
-  def _drop_stale_hold(self) -> None:
-    # Only once the actors wait at the point: an evaluation that runs long
-    # before they reach the next one keeps its hold.
-    if (self._budget is not None and self._hold_expires and
-        time.monotonic() > self._hold_expires and
-        self._budget.wait_for(self._held_at, 0)):
-      logging.warning('The evaluation point at %d actor steps was held '
-                      'without word from the evaluator; the actors go on.',
-                      self._held_at)
-      self._hold_expires = 0.0
-      self._budget.release()
 
   def finish(self) -> dict:
     """Stops granting steps and the learner, evaluates the final weights and

@@ -16,6 +16,7 @@ from repertory import launch
 from repertory.components import actors
 from repertory.components import counting
 from repertory.components import evaluation
+from repertory.components.evaluation import points
 
 F, M, L = 0, 1, 2
 
@@ -393,3 +394,24 @@ def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
         counter=counting.Counter(), make_environment=None,
         make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
         max_actor_steps=10, stop_evaluations=0)
+
+
+def test_point_holds_start_at_the_first_point_and_drop_only_when_waited_at(
+    monkeypatch):
+  """A run resumed at 250 with points every 100: held at 300 from the start;
+  a hold past its lease is dropped only once the actors stand at it."""
+  monkeypatch.setattr(points, 'FIRST_HOLD_SECONDS', 0.0)
+  budget = counting.StepsBudget(1_000, 250)
+  holds = points.PointHolds(budget, 250, every_steps=100)
+  assert budget.lease('actor', 0, 500, first=True) == (50, 50)
+  holds.drop_if_stale()  # Lapsed, but the actors have not reached 300.
+  assert budget.lease('actor', 0, 500) == (0, 50)
+  budget.lease('actor', 50, 0)  # Now they stand at 300.
+  holds.drop_if_stale()
+  assert budget.lease('actor', 0, 500) == (500, 500)
+  holds.hold(900)
+  assert budget.lease('actor', 500, 500) == (100, 100)
+  # No point past the budget: a run resumed at 950 is not held.
+  budget = counting.StepsBudget(1_000, 950)
+  points.PointHolds(budget, 950, every_steps=100)
+  assert budget.lease('actor', 0, 500, first=True) == (50, 50)
