@@ -7,8 +7,8 @@ r"""bsuite's sweeps and its own scores, for runs of its memory experiments.
 `sweep_points` says what `--bsuite_sweep` runs: every setting of the
 experiment's sweep (`bsuite.sweep`: ids `<experiment>/0`, `/1`, ...), each
 for the sweep's `NUM_EPISODES` episodes. Its episodes have a fixed length,
-so the budget is the exact steps those episodes take (`--max_actor_steps`
-of each setting).
+so the budget is the exact actor steps those episodes take (`--max_actor_steps`
+of each setting; `episode_steps`).
 
 `frame` turns a finished run's `episodes.csv` (every training episode's
 return and length, in the order they ended) into the DataFrame bsuite's
@@ -84,15 +84,17 @@ def num_episodes(experiment: str) -> int:
 
 
 def episode_steps(setting: str) -> int:
-  """The steps of one episode of bsuite id `setting` (fixed for the memory
-  chains): one episode played."""
+  """The actor steps of one episode of bsuite id `setting` (fixed for the
+  memory chains; one episode played): its transitions and the step that
+  starts the next episode, which the actors count too (stepping a dm_env
+  environment after its last step resets it)."""
   from repertory import environments  # pylint: disable=g-import-not-at-top
   with contextlib.closing(environments.make(f'bsuite:{setting}',
                                             seed=0)) as env:
     timestep, steps = env.reset(), 0
     while not timestep.last():
       timestep, steps = env.step(0), steps + 1
-  return steps
+  return steps + 1
 
 
 def sweep_points(spec: str, episodes: Optional[int] = None
@@ -182,23 +184,25 @@ def section(groups: Sequence[Any]) -> List[str]:
   for experiment in sorted({s.env for s in sweeps}):
     mine = [s for s in sweeps if s.env == experiment]
     lines += [f'### `{experiment}`', '',
-              '| agent | seeds | settings | memory score |', '|---|---|---|---|']
+              '| agent | seeds | settings | episodes scored per setting '
+              '| memory score |', '|---|---|---|---|---|']
     by_setting: Dict[str, Dict[str, List[Tuple[float, float]]]] = {}
     for sweep in mine:
-      scores, settings = [], []
+      scores, settings, scored = [], [], []
       for seed_runs in _by_seed(sweep.runs).values():
         frames = {bsuite_id(r.config['experiment']['env']):
                   frame(r.path, bsuite_id(r.config['experiment']['env']))
                   for r in seed_runs}
         scores.append(score(list(frames.values())))
         settings.append(len(frames))
+        scored += [_scored_episodes(df) for df in frames.values()]
         for setting, df in frames.items():
           by_setting.setdefault(setting, {}).setdefault(
               sweep.name, []).append((_correct(df), score([df])))
       total = _count(experiment.split(':')[1])
       lines.append(f'| {sweep.name} | {len(scores)} | '
                    f'{"/".join(map(str, sorted(set(settings))))} of {total} | '
-                   f'{page.score_cell(scores)} |')
+                   f'{_span(scored)} | {page.score_cell(scores)} |')
     lines += _per_setting(by_setting, [s.name for s in mine])
     lines += _commands(mine)
   return lines
@@ -234,10 +238,21 @@ def _by_seed(runs: Sequence[Any]) -> Dict[int, List[Any]]:
   return dict(sorted(out.items()))
 
 
+def _scored_episodes(df: Any) -> int:
+  """The episodes bsuite's score reads: its NUM_EPISODES, or all played
+  when fewer."""
+  return min(int(df['episode'].max()),
+             num_episodes(df['bsuite_env'].iloc[0]))
+
+
+def _span(values: Sequence[int]) -> str:
+  low, high = min(values), max(values)
+  return f'{low:,}' if low == high else f'{low:,}–{high:,}'
+
+
 def _correct(df: Any) -> float:
   """The share of correct answers over the episodes bsuite scores."""
-  experiment = df['bsuite_env'].iloc[0]
-  last = min(int(df['episode'].max()), num_episodes(experiment))
+  last = _scored_episodes(df)
   row = df[df['episode'] == last].iloc[0]
   return float(row['total_perfect']) / last
 
@@ -284,4 +299,4 @@ def _commands(sweeps: Sequence[Any]) -> List[str]:
   if not found:
     return ['', 'Sweep commands: not recorded (each run\'s own command is in '
             'its task\'s section below).']
-  return ['', 'Sweep commands:', '', '```sh', *found, '```', '']
+  return ['', 'Sweep commands:', '', '```sh', *found, '```']
