@@ -176,9 +176,8 @@ class RunMonitor:
     (0, 0). Waits up to a second while an evaluation point holds the
     budget, so actors go on as soon as it is released."""
     budget = self._get_budget()
-    # Counted before the budget hears of them: once the budget shows the
-    # last steps used, the monitor may finish at once, and its results must
-    # hold them (and the episodes they finished).
+    # Counted before the budget hears of them: once it shows the last steps
+    # used, the monitor may finish at once, and its results must hold them.
     counts = {'actor_steps': used} if used else {}
     if len(returns):
       counts['episodes'] = len(returns)
@@ -208,7 +207,8 @@ class RunMonitor:
     for them; returns the counts then (the budget stays held until
     `release_evaluation_point`), or None (call again to keep the hold)."""
     budget = self._get_budget()
-    if self._finishing.is_set():
+    if self._finishing.is_set():  # No more points; no busy loop either.
+      time.sleep(timeout_s)
       return None
     self._holds.hold(steps)
     if not budget.wait_for(steps, timeout_s):

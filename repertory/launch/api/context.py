@@ -85,7 +85,6 @@ class Runtime(abc.ABC):
       except Exception:  # pylint: disable=broad-except
         logging.exception('Stop handler %r raised.', fn)
 
-
   def register_closer(self, fn: Callable[[], None]) -> None:
     """Calls `fn()` from `run_closers()`; a bound method is held weakly."""
     ref = (weakref.WeakMethod(fn) if hasattr(fn, '__self__') and

@@ -9,6 +9,8 @@ installed TensorFlow is another version or one of the names is gone.
   runner calls the session's own `_call_tf_sessionrun` with the graph's
   `TF_Output`s built once (`Tensor._as_tf_output`). `make_callable` would
   fall back to `Session.run`: it prebuilds only for calls without feeds.
+- `variables_with_paths`: a module's variables with their attribute paths,
+  from `tf.Module._flatten` (`tf.Module.variables` gives no paths).
 - `CancellableNext`: `next()` of a tf.data iterator that `cancel()` ends
   while it waits (a get-next blocked in Reverb's sampler waits forever
   otherwise, even after its server stopped): the iterator's own
@@ -23,6 +25,7 @@ PINNED = ('tensorflow-cpu|tensorflow', '2.15')
 PRIVATE_NAMES = (
     ('tensorflow.python.client.session', 'BaseSession._call_tf_sessionrun'),
     ('tensorflow.python.framework.ops', 'SymbolicTensor._as_tf_output'),
+    ('tensorflow.python.module.module', 'Module._flatten'),
     ('tensorflow.python.eager.cancellation', 'CancellationManager'),
     ('tensorflow.python.eager.execute', 'execute_with_cancellation'),
     ('tensorflow.python.data.util.structure', 'from_compatible_tensor_list'),
@@ -47,6 +50,14 @@ def session_runner(session: Any, feeds: Sequence[Any], fetches: Sequence[Any]
   def run(values: Sequence[Any]) -> List[Any]:
     return call(None, dict(zip(feed_list, values)), fetch_list, [], None)
   return run
+
+
+def variables_with_paths(module: Any) -> List[Any]:
+  """[(attribute path tuple, tf.Variable)] of `module` (a `tf.Module`), in
+  the module's order; a variable reachable by two paths is listed twice."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return list(module._flatten(  # pylint: disable=protected-access
+      predicate=lambda v: isinstance(v, tf.Variable), with_path=True))
 
 
 class CancellableNext:

@@ -375,6 +375,20 @@ def test_evaluator_needs_a_cadence():
     evaluation.PeriodicEvaluator(None, None, None, None, None)
 
 
+def test_a_finishing_run_answers_the_evaluator_after_its_poll(tmp_path):
+  """Once the run finishes, asking for an evaluation point waits out the
+  caller's poll before answering None, so the evaluator does not spin
+  (and take the CPU from the final evaluation) while polling."""
+  monitor = evaluation.RunMonitor(
+      counter=counting.Counter(), make_environment=None,
+      make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
+      max_actor_steps=1_000, progress_every_seconds=3600)
+  monitor._finishing.set()  # pylint: disable=protected-access
+  start = time.monotonic()
+  assert monitor.wait_for_evaluation_point(100, timeout_s=0.3) is None
+  assert time.monotonic() - start >= 0.3
+
+
 def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
   """stop_evaluations=2: a pass, a miss, then two passes; only the last
   evaluation completes two in a row."""
