@@ -100,6 +100,16 @@ _GRID = flags.DEFINE_multi_string(
 _SWEEP_CONCURRENCY = flags.DEFINE_integer(
     'sweep_concurrency', 1, 'Trials of a sweep run at once under '
     '--lp_launch_type=ray (Ray Tune); locally they run one after another.')
+_BSUITE_SWEEP = flags.DEFINE_string(
+    'bsuite_sweep', None, "Run every setting of a bsuite experiment's sweep "
+    "('memory_len': bsuite:memory_len/0, /1, ...; or ids of it, "
+    "'memory_len/0,memory_len/4'), each for the sweep's NUM_EPISODES "
+    'episodes (the steps they take), in <logdir>/<experiment>-<n>/seed<N>; '
+    "rerun to resume. The results page scores it with bsuite's analysis "
+    '(docs/r2d2-apex.md).')
+_BSUITE_EPISODES = flags.DEFINE_integer(
+    'bsuite_episodes', None, 'With --bsuite_sweep: episodes of each setting '
+    "instead of bsuite's NUM_EPISODES (a short check).", lower_bound=1)
 _LEAGUE = flags.DEFINE_enum(
     'league', None, ['latest', 'uniform', 'pfsp', 'pfsp_variance',
                      'alphastar'],
@@ -119,6 +129,7 @@ _LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
     'wherever the game allows it; set: refuse a game that does not.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
+                'bsuite_sweep', 'bsuite_episodes',
                 'league', 'league_snapshot_every', 'league_exploitability',
                 'lp_launch_type',
                 'ray_address', 'lp_resources', 'lp_termination_notice_secs')
@@ -193,8 +204,10 @@ def _build() -> Tuple[Any, Any, Any]:
 def main(command: Sequence[str]) -> None:
   """Runs the parsed command line (`command`: as given, for the attempt
   record, the resume hint and a sweep's trials)."""
-  if _SEEDS.value > 1 or _GRID.value:
+  if _SEEDS.value > 1 or _GRID.value or _BSUITE_SWEEP.value:
     return run_sweep_from_flags(command)
+  if _BSUITE_EPISODES.value:
+    _error('--bsuite_episodes needs --bsuite_sweep=<experiment>.')
   config, experiment, program = build()
   try:
     result = experiment_lib.run_experiment(config, experiment, program,
@@ -258,11 +271,13 @@ def given_flags(skip: Sequence[str] = ()) -> List[str]:
 
 
 def run_sweep_from_flags(command: Sequence[str]) -> None:
-  """`--seeds` / `--grid`: each trial a separate program (repertory.sweep)."""
+  """`--seeds` / `--grid` / `--bsuite_sweep`: each trial a separate program
+  (repertory.sweep)."""
   from repertory import sweep  # pylint: disable=g-import-not-at-top
   startup_gc.resume()  # This process starts no program; the trials do.
   try:
     grid = sweep.parse_grid(_GRID.value)
+    points = _bsuite_points() if _BSUITE_SWEEP.value else None
   except ValueError as e:
     _error(e)
   _, experiment, _ = build()  # Refuses bad flags before the first trial.
@@ -274,13 +289,33 @@ def run_sweep_from_flags(command: Sequence[str]) -> None:
         base_seed=flags.FLAGS.seed,
         use_tune=flags.FLAGS.lp_launch_type == 'ray',
         concurrency=_SWEEP_CONCURRENCY.value,
-        ray_address=flags.FLAGS.ray_address)
+        ray_address=flags.FLAGS.ray_address, points=points,
+        command=rundir.command_line(command))
   except launch.LaunchError as e:  # E.g. no Ray cluster at --ray_address.
     _error(e)
   print(table.to_string(index=False))
   print(sweep.summary_text(table))
   print(f'repertory.sweep: table in {os.path.join(logdir, "sweep.csv")}; '
         f'curves: python -m repertory.plot {logdir}')
+  if points:
+    print(f'bsuite scores: python -m repertory.results {logdir} '
+          '--out=<page>.md')
+
+
+def _bsuite_points() -> List[Tuple[str, Dict[str, str]]]:
+  """The trials of `--bsuite_sweep`; the preflight checks its first
+  setting's environment."""
+  from repertory.results import bsuite  # pylint: disable=g-import-not-at-top
+  for name in ('env', 'max_actor_steps', 'stop_at_return', 'grid'):
+    if flags.FLAGS[name].present:
+      raise ValueError(f'--{name} with --bsuite_sweep: the sweep sets the '
+                       'environment and the budget of each setting.')
+  if not flags.FLAGS.logdir:
+    raise ValueError('--bsuite_sweep needs --logdir=<dir> (a rerun with the '
+                     'same --logdir resumes the sweep).')
+  points = bsuite.sweep_points(_BSUITE_SWEEP.value, _BSUITE_EPISODES.value)
+  flags.FLAGS.env = points[0][1]['env']
+  return points
 
 
 def usage(agent_name: str) -> str:

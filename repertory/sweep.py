@@ -5,10 +5,17 @@ directory, and one results table across them.
       --max_actor_steps=100000 --seeds=3 --logdir=runs/cartpole
   python -m repertory.run --seeds=2 --grid=config.learning_rate=1e-3,3e-3 \
       --grid=num_actors=2,4 --logdir=runs/lr-actors
+  python -m repertory.run --agent=r2d2 --bsuite_sweep=memory_len \
+      --logdir=runs/bsuite/r2d2      # every setting of bsuite's sweep
 
 Each trial is `python -m repertory.run` (or the script that called
 `run.run()`) with the sweep's flags plus `--seed=<seed + i>`, the grid point's
-flags and `--logdir=<logdir>/<grid point>/seed<i>`. On one machine the
+flags and `--logdir=<logdir>/<grid point>/seed<i>`; with
+`--bsuite_sweep=<experiment>` the points are the settings of bsuite's sweep
+(`--env=bsuite:<experiment>/<n>`, the steps of its episodes as the budget;
+`repertory.results.bsuite`), named `<experiment>-<n>`. A rerun skips the
+trials that finished and resumes the others; `<logdir>/sweep.json` keeps
+the sweep's command lines. On one machine the
 trials run one after another (each program uses every core); with
 `--lp_launch_type=ray` they are Ray Tune trials on the cluster, run
 `--sweep_concurrency` at a time, each program's output in `output.log` in
@@ -32,13 +39,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # Where a Tune trial's program output goes, in its run directory.
 OUTPUT_FILE = 'output.log'
+# The sweep's command lines (each rerun's), in its logdir.
+SWEEP_FILE = 'sweep.json'
 
 # Results columns the table keeps (besides the grid values and seed).
 TABLE_COLUMNS = ('actor_steps', 'learner_steps', 'wall_seconds',
                  'actor_steps_per_second', 'episode_return_mean',
                  'eval_return_mean', 'eval_return_std', 'policy_lag_mean')
 # Flags the sweep sets per trial; a sweep's own argument list may not.
-SWEEP_FLAGS = ('seeds', 'grid', 'logdir', 'seed', 'sweep_concurrency')
+SWEEP_FLAGS = ('seeds', 'grid', 'logdir', 'seed', 'sweep_concurrency',
+               'bsuite_sweep', 'bsuite_episodes')
 
 
 def parse_grid(specs: Sequence[str]) -> Dict[str, List[str]]:
@@ -58,20 +68,32 @@ def parse_grid(specs: Sequence[str]) -> Dict[str, List[str]]:
   return grid
 
 
-def trials(grid: Mapping[str, Sequence[str]], seeds: int, base_seed: int,
-           logdir: str) -> List[Dict[str, Any]]:
-  """Every (grid point, seed): its flags, name and run directory."""
-  if seeds < 1:
-    raise ValueError(f'--seeds={seeds} must be >= 1.')
+def grid_points(grid: Mapping[str, Sequence[str]]
+                ) -> List[Tuple[str, Dict[str, str]]]:
+  """(label, flags) of every combination of the grid's values."""
   names = sorted(grid)
-  out = []
+  points = []
   for values in itertools.product(*(grid[n] for n in names)):
     point = dict(zip(names, values))
     label = '_'.join(f'{n.replace("config.", "")}={v}'
                      for n, v in point.items()) or 'default'
+    points.append((label, point))
+  return points
+
+
+def trials(grid: Mapping[str, Sequence[str]], seeds: int, base_seed: int,
+           logdir: str,
+           points: Optional[Sequence[Tuple[str, Mapping[str, str]]]] = None
+           ) -> List[Dict[str, Any]]:
+  """Every (grid point, seed): its flags, name and run directory. `points`
+  ((label, flags) pairs) replace the grid's when given."""
+  if seeds < 1:
+    raise ValueError(f'--seeds={seeds} must be >= 1.')
+  out = []
+  for label, point in (grid_points(grid) if points is None else points):
     for i in range(seeds):
       seed = base_seed + i
-      out.append({'point': point, 'seed': seed, 'label': label,
+      out.append({'point': dict(point), 'seed': seed, 'label': label,
                   'logdir': os.path.join(logdir, label, f'seed{seed}')})
   return out
 
@@ -86,16 +108,36 @@ def trial_command(program: Sequence[str], base_args: Sequence[str],
           f'--seed={trial["seed"]}', f'--logdir={trial["logdir"]}']
 
 
+def _finished_budget(command: Sequence[str], logdir: str) -> bool:
+  """Whether the run in `logdir` finished with a budget at least the one
+  `command` asks for (rerunning it would only be refused)."""
+  from repertory import experiment  # pylint: disable=g-import-not-at-top
+  from repertory import rundir  # pylint: disable=g-import-not-at-top
+  done = rundir.finished(logdir)
+  if done is None:
+    return False
+  budget = experiment.ExperimentConfig.max_actor_steps
+  for arg in command:
+    if arg.startswith('--max_actor_steps='):
+      budget = int(arg.split('=', 1)[1])
+  return budget <= done[1]
+
+
 def _run_trial(command: Sequence[str], logdir: str,
                output_file: Optional[str] = None) -> Dict[str, Any]:
-  """Runs one trial's program to its end; returns its results.json.
+  """Runs one trial's program to its end (unless its run directory holds
+  a run that finished this budget; an unfinished one resumes); returns its
+  results.json.
 
   The program's output goes to this process's, or to the end of
   `output_file` (the command line, then its stdout and stderr) when given:
   a trial run again (resumed) adds to it."""
   os.makedirs(logdir, exist_ok=True)
   line = f'repertory.sweep: {" ".join(command)}'
-  if output_file is None:
+  if _finished_budget(command, logdir):
+    print(f'repertory.sweep: {logdir} finished; not run again.', flush=True)
+    returncode = 0
+  elif output_file is None:
     print(line, flush=True)
     returncode = subprocess.call(list(command))
   else:
@@ -166,9 +208,14 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
               grid: Optional[Mapping[str, Sequence[str]]] = None,
               logdir: str = 'runs/sweep', base_seed: int = 0,
               use_tune: bool = False, concurrency: int = 1,
-              ray_address: Optional[str] = None) -> Any:
+              ray_address: Optional[str] = None,
+              points: Optional[Sequence[Tuple[str, Mapping[str, str]]]] = None,
+              command: Optional[str] = None) -> Any:
   """Runs every (grid point, seed) as its own program; returns the table
   (a pandas DataFrame, also written to `<logdir>/sweep.csv`).
+
+  Run again, it skips the trials whose run finished (with a budget at least
+  this one's) and resumes the others.
 
   Args:
     base_args: flags every trial gets (e.g. ['--agent=impala',
@@ -182,6 +229,10 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
     use_tune: run the trials as Ray Tune trials on the Ray cluster at
       `ray_address` (default: `RAY_ADDRESS`, else 'auto'), `concurrency` at
       a time; Tune's own records go to `<logdir>/tune`.
+    points: (label, flags) pairs, the trials' settings instead of the grid's
+      (e.g. `results.bsuite.sweep_points`: a bsuite experiment's settings).
+    command: the sweep's command line, added to the `commands` of
+      `<logdir>/sweep.json`.
   """
   import pandas as pd  # pylint: disable=g-import-not-at-top
   for arg in base_args:
@@ -189,10 +240,12 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
       raise ValueError(f'run_sweep: {arg!r} in base_args: the sweep sets '
                        f'{", ".join(SWEEP_FLAGS)} itself.')
   logdir = os.path.abspath(logdir)
-  runs = trials(dict(grid or {}), seeds, base_seed, logdir)
+  runs = trials(dict(grid or {}), seeds, base_seed, logdir, points)
   program = list(program)
   commands = [trial_command(program, base_args, r) for r in runs]
   os.makedirs(logdir, exist_ok=True)
+  if command:
+    _record_command(logdir, command)
   if use_tune:
     results = _run_with_tune(commands, runs, logdir, concurrency, ray_address)
   else:
@@ -208,6 +261,19 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
   table = pd.DataFrame(rows)
   table.to_csv(os.path.join(logdir, 'sweep.csv'), index=False)
   return table
+
+
+def _record_command(logdir: str, command: str) -> None:
+  """Adds `command` to the `commands` of `<logdir>/sweep.json`."""
+  path = os.path.join(logdir, SWEEP_FILE)
+  commands = []
+  if os.path.exists(path):
+    with open(path) as f:
+      commands = json.load(f).get('commands', [])
+  if command not in commands:
+    with open(path + '.tmp', 'w') as f:
+      json.dump({'commands': commands + [command]}, f, indent=2)
+    os.replace(path + '.tmp', path)
 
 
 def summarize(table: Any) -> Any:

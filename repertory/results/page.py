@@ -1,10 +1,12 @@
 """The results page as Markdown: a header saying how it was made, one table
-row per agent x task, the published references, then per task its figure
-and per agent the seeds, their figures and their exact commands."""
+row per agent x task, the published references, bsuite's scores of runs
+of its memory experiments (`bsuite.section`), then per task its figure and
+per agent the seeds, their figures and their exact commands."""
 
 import math
 from typing import Dict, List, Optional, Sequence
 
+from repertory.results import bsuite
 from repertory.results import figures
 from repertory.results import runs as runs_lib
 
@@ -80,6 +82,7 @@ def render(groups: Sequence[runs_lib.Group], unfinished: Sequence[str],
         f'{round(sum(frames) / len(frames)):,}' if frames else '—',
         f'{sum(walls) / len(walls):.0f}' if walls else '—']) + ' |')
   lines += _references(groups)
+  lines += bsuite.section(groups)
   for env in sorted({g.env for g in groups}):
     lines += ['', f'## `{env}`', '',
               f'![Learning curves on {env}]({figure_links[env]})', '']

@@ -199,11 +199,11 @@ def group_runs(runs: Sequence[Run]) -> List[Group]:
   ordered = sorted(groups.values(), key=lambda g: (g.env, g.agent, g.key))
   for group in ordered:
     group.runs.sort(key=lambda r: (r.seed, r.path))
-  _name_variants(ordered)
+  name_variants(ordered)
   return ordered
 
 
-def _name_variants(groups: Sequence[Group]) -> None:
+def name_variants(groups: Sequence[Group]) -> None:
   """Sets `variant` of groups that share agent and task to the settings in
   which their configs differ."""
   by_task: Dict[Tuple[str, str], List[Group]] = {}
