@@ -252,7 +252,9 @@ def add_monitor(program: launch.Program,
         replay=replay,
         progress_every_seconds=experiment.progress_every_seconds,
         judge_evaluation=experiment.evaluates_periodically,
-        stop_evaluations=experiment.stop_evaluations))
+        stop_evaluations=experiment.stop_evaluations,
+        eval_every_steps=(experiment.eval_every_steps
+                          if experiment.evaluates_periodically else 0)))
   if experiment.evaluates_periodically:
     with program.group('evaluator'):
       program.add_node(launch.CourierNode(

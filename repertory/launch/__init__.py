@@ -38,6 +38,7 @@ from repertory.launch.api.compat import LaunchType
 from repertory.launch.api.compat import make_program_stopper
 from repertory.launch.api.compat import PythonProcess
 from repertory.launch.api.context import channel_key
+from repertory.launch.api.context import close_at_stop
 from repertory.launch.api.context import get_launch_type
 from repertory.launch.api.context import gpu_visible
 from repertory.launch.api.context import host_ip

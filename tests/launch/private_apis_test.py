@@ -52,7 +52,8 @@ def test_problems_is_empty_and_says_what_differs():
 # Private names of these packages, used from code: only launch/process/ may.
 _PRIVATE_USE = re.compile(
     r'\b(ray\._private|ray\._raylet|_call_tf_sessionrun|_as_tf_output|'
-    r'reverb\.libpybind|cloudpickle\._code_reduce)\b')
+    r'reverb\.libpybind|cloudpickle\._code_reduce|execute_with_cancellation|'
+    r'_iterator_resource|\._flatten)\b')
 
 
 def test_no_other_module_reaches_into_a_private_name():

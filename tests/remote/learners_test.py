@@ -29,20 +29,27 @@ R2D2_TINY = dict(torso_sizes=(16,), lstm_size=8, head_sizes=(16,), burn_in=2,
                  variable_update_period=1)
 
 
-def _program(tmp_path, agent, config, **kwargs):
-  """Two actors of two environments each: four remote episodes at once."""
-  values = dict(agent=agent, env='remote:catch', num_actors=2,
+def _program(tmp_path, module, config, **kwargs):
+  """`module`'s program around two actors of two environments each: four
+  remote episodes at once."""
+  values = dict(agent=module.__name__.rsplit('.', 1)[-1], env='remote:catch',
+                num_actors=2,
                 envs_per_actor=2, max_actor_steps=10_000_000,
                 eval_episodes=1, logdir=str(tmp_path), launch_type='test_mt',
                 progress_every_seconds=0.5)
   values.update(kwargs)
   options = options_lib.RemoteOptions(
       token_value=TOKEN, address_file=str(tmp_path / 'remote' / 'address'))
-  module = ppo if agent == 'ppo' else r2d2
   program = remote_program.make_program(
       module.make_program, config,
       experiment_lib.ExperimentConfig(**values), options)
   return program, options.address_file
+
+
+def _start_clients(clients, address_file):
+  return [clients.python_client(address_file, TOKEN, '--threads=2',
+                                '--seconds=200', f'--seed={i}')
+          for i in range(2)]
 
 
 def _stop(processes):
@@ -52,14 +59,12 @@ def _stop(processes):
     process.wait(timeout=30)
 
 
-def test_ppo_learns_from_remote_clients(tmp_path, clients):
-  program, address_file = _program(tmp_path, 'ppo', ppo.Config(**PPO_TINY),
-                                   max_actor_steps=300)
+def _run_with_clients(tmp_path, clients, program, address_file):
+  """Runs `program` to its budget with two client processes; returns
+  results.json."""
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
-  processes = [clients.python_client(address_file, TOKEN, '--threads=2',
-                                     '--seconds=200', f'--seed={i}')
-               for i in range(2)]
+  processes = _start_clients(clients, address_file)
   try:
     assert launched.wait(timeout=200)
   finally:
@@ -68,6 +73,12 @@ def test_ppo_learns_from_remote_clients(tmp_path, clients):
   with open(os.path.join(tmp_path, 'results.json')) as f:
     results = json.load(f)
   assert results['env'] == 'remote:catch'
+  return results
+
+
+def test_ppo_learns_from_remote_clients(tmp_path, clients):
+  results = _run_with_clients(tmp_path, clients, *_program(
+      tmp_path, ppo, ppo.Config(**PPO_TINY), max_actor_steps=300))
   assert results['actor_steps'] >= 300
   # 300 steps at 20 steps a round (2 actors x 2 environments x 5): the
   # learner took many rounds from PPO's own actors.
@@ -80,7 +91,7 @@ def test_ppo_learns_from_remote_clients(tmp_path, clients):
 def test_masks_and_logged_actions_are_refused_naming_the_field(
     tmp_path, field, extra):
   from repertory_remote import client as client_lib  # pylint: disable=g-import-not-at-top
-  program, address_file = _program(tmp_path, 'ppo', ppo.Config(**PPO_TINY))
+  program, address_file = _program(tmp_path, ppo, ppo.Config(**PPO_TINY))
   program.groups['learner'][0].disable_run()
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
@@ -98,13 +109,10 @@ def test_masks_and_logged_actions_are_refused_naming_the_field(
 
 
 def test_r2d2_learns_from_remote_clients(tmp_path, clients):
-  program, address_file = _program(tmp_path, 'r2d2',
-                                   r2d2.Config(**R2D2_TINY))
+  program, address_file = _program(tmp_path, r2d2, r2d2.Config(**R2D2_TINY))
   launched = launch.launch(program, launch_type='test_mt',
                            termination_notice_secs=5)
-  processes = [clients.python_client(address_file, TOKEN, '--threads=2',
-                                     '--seconds=200', f'--seed={i}')
-               for i in range(2)]
+  processes = _start_clients(clients, address_file)
   try:
     counter = program.groups['counter'][0].create_handle().dereference()
     node = program.groups['environment'][0].create_handle().dereference()
@@ -126,27 +134,7 @@ def test_impala_learns_from_remote_clients(tmp_path, clients):
   from repertory.agents import impala  # pylint: disable=g-import-not-at-top
   config = impala.Config(unroll_length=5, batch_size=4, max_queue_size=16,
                          hidden_sizes=(16,))
-  values = dict(agent='impala', env='remote:catch', num_actors=2,
-                envs_per_actor=2, max_actor_steps=400, eval_episodes=1,
-                logdir=str(tmp_path), launch_type='test_mt',
-                progress_every_seconds=0.5)
-  options = options_lib.RemoteOptions(
-      token_value=TOKEN, address_file=str(tmp_path / 'remote' / 'address'))
-  program = remote_program.make_program(
-      impala.make_program, config, experiment_lib.ExperimentConfig(**values),
-      options)
-  launched = launch.launch(program, launch_type='test_mt',
-                           termination_notice_secs=5)
-  processes = [clients.python_client(options.address_file, TOKEN,
-                                     '--threads=2', '--seconds=200',
-                                     f'--seed={i}') for i in range(2)]
-  try:
-    assert launched.wait(timeout=200)
-  finally:
-    _stop(processes)
-    launched.stop(timeout=60)
-  with open(os.path.join(tmp_path, 'results.json')) as f:
-    results = json.load(f)
-  assert results['env'] == 'remote:catch'
+  results = _run_with_clients(tmp_path, clients, *_program(
+      tmp_path, impala, config, max_actor_steps=400))
   assert results['actor_steps'] >= 400
   assert results['learner_steps'] >= 1, results

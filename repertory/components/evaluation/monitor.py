@@ -42,6 +42,7 @@ from repertory import core
 from repertory import launch
 from repertory.components import counting
 from repertory.components.evaluation import evaluator
+from repertory.components.evaluation import points
 from repertory.components.evaluation import progress as progress_lib
 
 RECENT_EPISODES = progress_lib.RECENT_EPISODES
@@ -51,9 +52,6 @@ lines_shown_elsewhere = progress_lib.lines_shown_elsewhere
 CHECK_EVERY_SECONDS = 0.25
 # A progress row also each time this share of the budget is spent.
 PROGRESS_SHARE = 0.05
-# How long an evaluation point holds the budget without word from the
-# evaluator (one that died) before the actors go on.
-HOLD_LEASE_SECONDS = 10.0
 # How long `finish` waits for the actors' last reports.
 SETTLE_SECONDS = 2.0
 
@@ -84,6 +82,9 @@ class RunMonitor:
     lease_seconds: an actor silent this long loses its reserved steps
       (`StepsBudget`).
     metrics_source: see `progress.MetricsRows` (a league's exploitability).
+    eval_every_steps: the periodic evaluator's points (0: none by steps);
+      the budget holds at the first from the start, so actors that start
+      before the evaluator cannot run past it.
   """
 
   def __init__(self,
@@ -101,7 +102,8 @@ class RunMonitor:
                judge_evaluation: bool = False,
                stop_evaluations: int = 1,
                eval_fraction: Optional[float] = evaluator.EVAL_FRACTION,
-               lease_seconds: float = 10.0, metrics_source: Any = None):
+               lease_seconds: float = 10.0, metrics_source: Any = None,
+               eval_every_steps: int = 0):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
     if stop_evaluations < 1:
@@ -128,8 +130,8 @@ class RunMonitor:
     self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
     self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
-    self._hold_renewed = 0.0  # When the evaluator last asked for its point.
-    self._held_at = 0  # That point.
+    self._eval_every_steps = int(eval_every_steps)
+    self._holds: Optional[points.PointHolds] = None  # With the budget.
     self._wake = threading.Event()  # Set when the run may be done.
     self._start = time.time()
     self._results: Optional[dict] = None
@@ -161,6 +163,8 @@ class RunMonitor:
         counted = int(self._counter.get_counts().get('actor_steps', 0))
         self._budget = counting.StepsBudget(self._max_actor_steps, counted,
                                             lease_seconds=self._lease_seconds)
+        self._holds = points.PointHolds(self._budget, counted,
+                                        self._eval_every_steps)
       return self._budget
 
   def lease_steps(self, holder: str, used: int, wanted: int,
@@ -172,9 +176,8 @@ class RunMonitor:
     (0, 0). Waits up to a second while an evaluation point holds the
     budget, so actors go on as soon as it is released."""
     budget = self._get_budget()
-    # Counted before the budget hears of them: once the budget shows the
-    # last steps used, the monitor may finish at once, and its results must
-    # hold them (and the episodes they finished).
+    # Counted before the budget hears of them: once it shows the last steps
+    # used, the monitor may finish at once, and its results must hold them.
     counts = {'actor_steps': used} if used else {}
     if len(returns):
       counts['episodes'] = len(returns)
@@ -204,10 +207,10 @@ class RunMonitor:
     for them; returns the counts then (the budget stays held until
     `release_evaluation_point`), or None (call again to keep the hold)."""
     budget = self._get_budget()
-    if self._finishing.is_set():
+    if self._finishing.is_set():  # No more points; no busy loop either.
+      time.sleep(timeout_s)
       return None
-    self._hold_renewed, self._held_at = time.monotonic(), steps
-    budget.hold_at(steps)
+    self._holds.hold(steps)
     if not budget.wait_for(steps, timeout_s):
       if int(self._counter.get_counts().get('actor_steps', 0)) < steps:
         return None  # (Actors that count without the budget: by the count.)
@@ -218,13 +221,8 @@ class RunMonitor:
     """Lets the actors go on past the evaluation point; with `next_steps`,
     as far as that next point, held while this evaluation runs (so a slow
     evaluation does not let them run past it)."""
-    if self._budget is None:
-      return
-    if next_steps is None or self._finishing.is_set():
-      self._budget.release()
-    else:
-      self._hold_renewed, self._held_at = time.monotonic(), next_steps
-      self._budget.hold_at(next_steps)
+    if self._holds is not None:
+      self._holds.release(None if self._finishing.is_set() else next_steps)
 
   def record_evaluation(self, actor_steps: int, learner_steps: int,
                         evaluation: Mapping[str, Any],
@@ -295,7 +293,8 @@ class RunMonitor:
       while not stop.is_set():
         self._wake.wait(min(self._period, CHECK_EVERY_SECONDS))
         self._wake.clear()
-        self._drop_stale_hold()
+        if self._holds is not None:
+          self._holds.drop_if_stale()
         steps = int(self._counter.get_counts().get('actor_steps', 0))
         if time.monotonic() >= next_time or steps >= next_steps:
           next_time = time.monotonic() + self._period
@@ -313,17 +312,6 @@ class RunMonitor:
     counts = self._counter.get_counts()
     self._last_lag = (float(counts.get('policy_lag_sum', 0.0)),
                       int(counts.get('policy_lag_items', 0)))
-
-  def _drop_stale_hold(self) -> None:
-    # Only once the actors wait at the point: an evaluation that runs long
-    # before they reach the next one keeps its hold.
-    if (self._budget is not None and self._hold_renewed and
-        time.monotonic() - self._hold_renewed > HOLD_LEASE_SECONDS and
-        self._budget.wait_for(self._held_at, 0)):
-      logging.warning('The evaluator held the budget for %.0f s without '
-                      'word; the actors go on.', HOLD_LEASE_SECONDS)
-      self._hold_renewed = 0.0
-      self._budget.release()
 
   def finish(self) -> dict:
     """Stops granting steps and the learner, evaluates the final weights and

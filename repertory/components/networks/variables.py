@@ -12,6 +12,8 @@ from typing import Dict, Mapping, Tuple
 import numpy as np
 import tensorflow as tf
 
+from repertory.launch.process import tf_internals
+
 
 def named_variables(module: tf.Module) -> Dict[str, tf.Variable]:
   """Returns `{name: tf.Variable}` for every variable of `module`, in order.
@@ -22,8 +24,7 @@ def named_variables(module: tf.Module) -> Dict[str, tf.Variable]:
   """
   found: Dict[str, tf.Variable] = {}
   seen = set()
-  for path, variable in module._flatten(  # pylint: disable=protected-access
-      predicate=lambda v: isinstance(v, tf.Variable), with_path=True):
+  for path, variable in tf_internals.variables_with_paths(module):
     if id(variable) in seen:
       continue
     seen.add(id(variable))

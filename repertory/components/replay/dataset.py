@@ -18,6 +18,8 @@ import reverb
 import tensorflow as tf
 import tree
 
+from repertory.launch.process import tf_internals
+
 
 def _address(server) -> str:
   if isinstance(server, str):
@@ -175,14 +177,18 @@ class StarvationLoggingIterator:
     self._requests = queue.Queue()
     self._results = queue.Queue()
     self._pending = False
+    self._next = tf_internals.CancellableNext(iterator)
     self._thread = threading.Thread(target=self._work, daemon=True,
                                     name=f'dataset_next_{table}')
     self._thread.start()
+    # Made by a node of a launched program: closed when it stops.
+    from repertory import launch  # pylint: disable=g-import-not-at-top
+    launch.close_at_stop(self.close)
 
   def _work(self) -> None:
     while self._requests.get() is not None:
       try:
-        self._results.put((True, next(self._iterator)))
+        self._results.put((True, self._next()))
       except BaseException as e:  # pylint: disable=broad-except
         self._results.put((False, e))
 
@@ -222,7 +228,13 @@ class StarvationLoggingIterator:
     raise value
 
   def close(self) -> None:
+    """Ends the helper thread: a `next()` blocked in Reverb (a starved
+    table, a stopped server) is cancelled, which releases the Reverb
+    sampler's threads once the iterator is dropped."""
     self._requests.put(None)
+    cancel = getattr(self._next, 'cancel', None)
+    if cancel is not None:
+      cancel()
 
 
 def pad_batch(data: Any, batch_size: int) -> Tuple[Any, tf.Tensor]:

@@ -40,6 +40,9 @@ class PriorityUpdater:
     self._thread = threading.Thread(
         target=self._run, name=f'priority_updater_{table}', daemon=True)
     self._thread.start()
+    # Made by a node of a launched program: closed when it stops.
+    from repertory import launch  # pylint: disable=g-import-not-at-top
+    launch.close_at_stop(self.close)
 
   def update(self, keys, priorities) -> None:
     """Enqueues new priorities for the sampled `keys` ([B] each)."""

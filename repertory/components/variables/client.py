@@ -194,6 +194,8 @@ class VariableClient:
                        args=(self._make_fetch(), self._requests),
                        daemon=True, name='variable_client_fetch').start()
       weakref.finalize(self, self._requests.put, None)
+      # Made by a node of a launched program: the thread ends with it.
+      launch.close_at_stop(self.close)
     self._requests.put(future)
     self._future = future
 

@@ -13,6 +13,7 @@ import abc
 import os
 import threading
 from typing import Any, Callable, Dict, List, Optional
+import weakref
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -36,6 +37,10 @@ class Runtime(abc.ABC):
     self.authkey = os.urandom(32)
     self._stop_handlers: List[Callable[[], None]] = []
     self._handlers_lock = threading.Lock()
+    # What nodes' components built and close once the program has stopped
+    # (`close_at_stop`): weak references, so that a component dropped
+    # while the program runs is not kept alive by its registration.
+    self._closers: List[Callable[[], Optional[Callable[[], None]]]] = []
 
   @abc.abstractmethod
   def request_stop(self, reason: str) -> None:
@@ -80,6 +85,30 @@ class Runtime(abc.ABC):
       except Exception:  # pylint: disable=broad-except
         logging.exception('Stop handler %r raised.', fn)
 
+  def register_closer(self, fn: Callable[[], None]) -> None:
+    """Calls `fn()` from `run_closers()`; a bound method is held weakly."""
+    ref = (weakref.WeakMethod(fn) if hasattr(fn, '__self__') and
+           hasattr(fn, '__func__') else (lambda: fn))
+    with self._handlers_lock:
+      if len(self._closers) >= 64 and len(self._closers) & 63 == 0:
+        self._closers = [r for r in self._closers if r() is not None]
+      self._closers.append(ref)
+
+  def run_closers(self) -> None:
+    """Calls the registered closers once each, newest first (after the
+    nodes stopped and their servers were stopped)."""
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    with self._handlers_lock:
+      closers, self._closers = self._closers, []
+    for ref in reversed(closers):
+      fn = ref()
+      if fn is None:
+        continue
+      try:
+        fn()
+      except Exception:  # pylint: disable=broad-except
+        logging.exception('Closing %r at the program\'s stop raised.', fn)
+
 
 def register(runtime: Runtime) -> None:
   with _lock:
@@ -97,6 +126,28 @@ def unregister(runtime: Runtime) -> None:
 
 def set_thread_runtime(runtime: Optional[Runtime]) -> None:
   _local.runtime = runtime
+
+
+def thread_runtime() -> Optional[Runtime]:
+  """The runtime of the node this thread runs (or calls into), if any."""
+  return getattr(_local, 'runtime', None)
+
+
+def close_at_stop(fn: Callable[[], None]) -> bool:
+  """Calls `fn()` (a component's `close`) once the program whose node
+  built the component has stopped: after its nodes' run loops ended and its
+  servers (e.g. Reverb) were stopped, so that the threads the component
+  started end with the program. A bound method is held weakly (a component
+  dropped meanwhile is not kept alive).
+
+  Returns False, registering nothing, on a thread that runs no node of a
+  launched program (the caller then closes the component itself).
+  """
+  runtime = thread_runtime()
+  if runtime is None:
+    return False
+  runtime.register_closer(fn)
+  return True
 
 
 def current_runtime(required: bool = True) -> Optional[Runtime]:

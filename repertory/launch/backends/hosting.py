@@ -61,6 +61,7 @@ class NodeHost:
     built and run again in its thread (threads backend; Ray restarts whole
     processes itself)."""
     self._runtime = runtime
+    self.runtime = runtime
     self._max_restarts = dict(max_restarts or {})
     self._host_ip = host_ip
     self._on_error = on_error
@@ -307,7 +308,14 @@ class LocalCourierClient(handles_lib.CourierClient):
     return get_public_method(self._record, name)
 
   def _call(self, method: str, args, kwargs):
-    return self._method(method)(*args, **kwargs)
+    # What the call builds (e.g. a component made lazily at a learner's
+    # first step) belongs to the program: `launch.close_at_stop` finds it.
+    previous = context.thread_runtime()
+    context.set_thread_runtime(self._host.runtime)
+    try:
+      return self._method(method)(*args, **kwargs)
+    finally:
+      context.set_thread_runtime(previous)
 
   def _submit(self, method: str, args, kwargs):
     return self._executor.submit(self._call, method, args, kwargs)

@@ -322,6 +322,7 @@ class NodeActor:
   def join(self, timeout: float) -> List[str]:
     still = self._runtime.host.join(time.monotonic() + timeout)
     self._runtime.host.cleanup()
+    self._runtime.run_closers()
     sys.stdout.flush()
     sys.stderr.flush()
     return still

@@ -124,6 +124,7 @@ class ThreadRuntime(context.Runtime):
             'killing them.', still, self._notice_secs)
         self.host.kill(still)
       self.host.cleanup()
+      self.run_closers()  # The servers are stopped: blocked reads return.
       # Within what is left of the notice.
       self._executor.shutdown(timeout=deadline - time.monotonic())
     finally:

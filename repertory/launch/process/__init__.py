@@ -12,8 +12,9 @@ uses (`PRIVATE_NAMES`); `pins` gathers them and tests/launch/
 private_apis_test.py fails when a version or a name changes. `ray_internals`
 (Ray 2.60.0: a lean local instance on loopback, a cluster's node addresses,
 token authentication for test clusters), `tf_internals` (TensorFlow 2.15: a
-session runner built once), `reverb_lite` (Reverb 0.14.0's extension
-module) and `cloudpickle_internals` (cloudpickle's code reduction). No other
+session runner built once, a cancellable tf.data get-next), `reverb_lite`
+(Reverb 0.14.0's extension module) and `cloudpickle_internals`
+(cloudpickle's code reduction). No other
 module of repertory uses a private name of Ray, TensorFlow, Reverb or
 cloudpickle.
 """

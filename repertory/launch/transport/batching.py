@@ -13,9 +13,11 @@ import functools
 import inspect
 import threading
 import time
-from typing import Any, Callable, List, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import numpy as np
+
+from repertory.launch.api import context
 
 
 def _tree():
@@ -43,6 +45,7 @@ class Batcher:
     self._timeout = timeout
     self._pad_batch = pad_batch
     self._pending: List[_Request] = []
+    self._closed = False
     self._cond = threading.Condition()
     self._slots = threading.Semaphore(max_parallelism)
     self._executor = (concurrent.futures.ThreadPoolExecutor(
@@ -52,11 +55,32 @@ class Batcher:
         target=self._dispatch_forever, daemon=True,
         name=f'batcher {getattr(fn, "__qualname__", fn)}')
     self._dispatcher.start()
+    # Made by a node of a launched program: its threads end with it.
+    context.close_at_stop(self.close)
+
+  def close(self) -> None:
+    """Ends the dispatcher thread and the handler threads (after the
+    batches running); calls pending or made later raise."""
+    with self._cond:
+      self._closed = True
+      pending, self._pending = self._pending, []
+      self._cond.notify_all()
+    for request in pending:
+      request.future.set_exception(self._closed_error())
+    if self._executor is not None:
+      self._executor.shutdown(wait=False)
+
+  def _closed_error(self) -> RuntimeError:
+    return RuntimeError(f'batched_handler '
+                        f'{getattr(self._fn, "__name__", self._fn)} is closed '
+                        '(its program stopped).')
 
   def __call__(self, *args, **kwargs):
     request = _Request(args, kwargs)
     batch = None
     with self._cond:
+      if self._closed:
+        raise self._closed_error()
       self._pending.append(request)
       # The call that fills a batch runs it on its own thread (when a slot
       # is free): no hand-off to the dispatcher and back, which costs two
@@ -90,11 +114,14 @@ class Batcher:
     with self._slots:
       return self._call_batched([(tuple(args), {}) for args in calls])
 
-  def _next_batch(self) -> List[_Request]:
-    """Waits for a full batch, or for the oldest call's timeout."""
+  def _next_batch(self) -> Optional[List[_Request]]:
+    """Waits for a full batch, or for the oldest call's timeout; None once
+    closed."""
     with self._cond:
       while True:
         while not self._pending:
+          if self._closed:
+            return None
           self._cond.wait()
         left = self._pending[0].arrival + self._timeout - time.monotonic()
         if len(self._pending) >= self._batch_size or left <= 0:
@@ -110,11 +137,19 @@ class Batcher:
   def _dispatch_forever(self) -> None:
     while True:
       batch = self._next_batch()
+      if batch is None:
+        return
       self._slots.acquire()
       if self._executor is None:
         self._run(batch)
-      else:
+        continue
+      try:
         self._executor.submit(self._run, batch)
+      except RuntimeError:  # Closed meanwhile.
+        self._slots.release()
+        for request in batch:
+          request.future.set_exception(self._closed_error())
+        return
 
   def _run(self, batch: List[_Request]) -> None:
     try:

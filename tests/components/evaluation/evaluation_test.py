@@ -16,6 +16,7 @@ from repertory import launch
 from repertory.components import actors
 from repertory.components import counting
 from repertory.components import evaluation
+from repertory.components.evaluation import points
 
 F, M, L = 0, 1, 2
 
@@ -229,7 +230,7 @@ def _monitor_node(tmp_path, counter, **kwargs):
 
 
 def _run_budget(tmp_path, actor, *actor_args, num_actors=1,
-                make_evaluator=None):
+                make_evaluator=None, eval_every_steps=0):
   """Runs `num_actors` actors `actor(counter, monitor, *actor_args)` (and
   the node `make_evaluator(counter, monitor)`, if given) against a monitor
   with a budget of 1,000 steps (test_mt); returns results.json."""
@@ -237,8 +238,9 @@ def _run_budget(tmp_path, actor, *actor_args, num_actors=1,
   with program.group('counter'):
     counter = program.add_node(launch.CourierNode(counting.Counter))
   with program.group('monitor'):
-    monitor = program.add_node(_monitor_node(tmp_path, counter,
-                                             max_actor_steps=1_000))
+    monitor = program.add_node(_monitor_node(
+        tmp_path, counter, max_actor_steps=1_000,
+        eval_every_steps=eval_every_steps))
   if make_evaluator is not None:
     with program.group('evaluator'):
       program.add_node(make_evaluator(counter, monitor))
@@ -342,28 +344,49 @@ class SlowActor(FixedActor):
     return super().select_action(observation)
 
 
+class LateEvaluator(evaluation.PeriodicEvaluator):
+  """A PeriodicEvaluator whose node starts half a second late."""
+
+  def run(self):
+    time.sleep(0.5)
+    super().run()
+
+
 def test_a_slow_evaluation_holds_the_actors_at_the_next_point(tmp_path):
   """Evaluations every 100 steps that take longer than the actors need
   for 100 steps: the actors wait at the next point while one runs, so
-  each later one evaluates at its point (within one batch of 7)."""
-  _run_budget(tmp_path, _budgeted_actor, 7, make_evaluator=lambda c, m: (
-      launch.CourierNode(
-          evaluation.PeriodicEvaluator, c, m,
-          functools.partial(environments.make, 'catch', seed=5),
-          functools.partial(SlowActor, 1), None, num_episodes=2,
-          every_steps=100, eval_fraction=None)))
+  each evaluates at its point (within one batch of 7); the first too,
+  although the evaluator starts after the actors."""
+  _run_budget(tmp_path, _budgeted_actor, 7, eval_every_steps=100,
+              make_evaluator=lambda c, m: launch.CourierNode(
+                  LateEvaluator, c, m,
+                  functools.partial(environments.make, 'catch', seed=5),
+                  functools.partial(SlowActor, 1), None, num_episodes=2,
+                  every_steps=100, eval_fraction=None))
   with open(os.path.join(tmp_path, 'progress.csv')) as f:
     rows = [r for r in csv.DictReader(f) if r.get('eval_return_mean')]
   points = [int(r['actor_steps']) for r in rows[:-1]]  # The last: final.
   assert len(points) >= 5, points
-  # From the second on (the first hold comes with the evaluator's first
-  # call, which the actors may beat).
-  assert all(p % 100 < 7 for p in points[1:]), points
+  assert all(p % 100 < 7 for p in points), points
 
 
 def test_evaluator_needs_a_cadence():
   with pytest.raises(ValueError, match='every_steps and/or every_seconds'):
     evaluation.PeriodicEvaluator(None, None, None, None, None)
+
+
+def test_a_finishing_run_answers_the_evaluator_after_its_poll(tmp_path):
+  """Once the run finishes, asking for an evaluation point waits out the
+  caller's poll before answering None, so the evaluator does not spin
+  (and take the CPU from the final evaluation) while polling."""
+  monitor = evaluation.RunMonitor(
+      counter=counting.Counter(), make_environment=None,
+      make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
+      max_actor_steps=1_000, progress_every_seconds=3600)
+  monitor._finishing.set()  # pylint: disable=protected-access
+  start = time.monotonic()
+  assert monitor.wait_for_evaluation_point(100, timeout_s=0.3) is None
+  assert time.monotonic() - start >= 0.3
 
 
 def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
@@ -385,3 +408,24 @@ def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
         counter=counting.Counter(), make_environment=None,
         make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
         max_actor_steps=10, stop_evaluations=0)
+
+
+def test_point_holds_start_at_the_first_point_and_drop_only_when_waited_at(
+    monkeypatch):
+  """A run resumed at 250 with points every 100: held at 300 from the start;
+  a hold past its lease is dropped only once the actors stand at it."""
+  monkeypatch.setattr(points, 'FIRST_HOLD_SECONDS', 0.0)
+  budget = counting.StepsBudget(1_000, 250)
+  holds = points.PointHolds(budget, 250, every_steps=100)
+  assert budget.lease('actor', 0, 500, first=True) == (50, 50)
+  holds.drop_if_stale()  # Lapsed, but the actors have not reached 300.
+  assert budget.lease('actor', 0, 500) == (0, 50)
+  budget.lease('actor', 50, 0)  # Now they stand at 300.
+  holds.drop_if_stale()
+  assert budget.lease('actor', 0, 500) == (500, 500)
+  holds.hold(900)
+  assert budget.lease('actor', 500, 500) == (100, 100)
+  # No point past the budget: a run resumed at 950 is not held.
+  budget = counting.StepsBudget(1_000, 950)
+  points.PointHolds(budget, 950, every_steps=100)
+  assert budget.lease('actor', 0, 500, first=True) == (50, 50)
