@@ -36,6 +36,13 @@ def _run(*args, timeout=300):
      'renamed --config.checkpoint.every_steps'),
     (['--config.checkpoint.to_keep=0'], 'to_keep must be a positive int'),
     (['--actor_processes=-1'], 'actor_processes=-1 must be >= 0'),
+    (['--league_exploiters=1'], '--league_exploiters need --league=<rule>'),
+    (['--env=openspiel:kuhn_poker', '--league=pfsp',
+      '--league_exploiters=-2'], '--league_exploiters=-2: the number of main '
+     'exploiters must be an int >= 0'),
+    (['--env=openspiel:kuhn_poker', '--league=latest',
+      '--league_exploiters=1'],
+     '--league_exploiters=1 with --league=latest: main plays only'),
     (['--agent=seed', '--config.inference_placement=gpu'],
      "inference_placement='gpu'"),
     (['--config.max_queue_size=4'],  # The default batch_size is 8.

@@ -37,12 +37,16 @@ class CheckpointSettings:
     replay_every_minutes: the Reverb server checkpoints its tables into
       `<logdir>/replay` this often and when the program stops, and restores
       them on resume (None: never). Agents without replay ignore it.
+    keep_initial: the learner's first checkpoint (its state as built) is
+      also tagged 'initial', outside the rotation, so that it can restart
+      from it (`LearnerHost.reset()`; a league's main exploiters set it).
   """
   every_steps: Optional[int] = 1000
   every_minutes: Optional[float] = 2.0
   to_keep: int = 3
   max_bad_updates: int = 10
   replay_every_minutes: Optional[float] = 5.0
+  keep_initial: bool = False
 
   def __post_init__(self):
     for name in ('to_keep', 'max_bad_updates'):

@@ -155,12 +155,7 @@ class League(league_file.LeagueFile, league_results.LeagueResults):
     if snapshot_win_rate is not None and not 0 < snapshot_win_rate <= 1:
       raise ValueError(f'snapshot_win_rate must be in (0, 1] or None, got '
                        f'{snapshot_win_rate}.')
-    if not 0 < exploiter_win_rate <= 1:
-      raise ValueError(f'exploiter_win_rate must be in (0, 1], got '
-                       f'{exploiter_win_rate}.')
-    if exploiter_reset_steps is not None and exploiter_reset_steps < 1:
-      raise ValueError(f'exploiter_reset_steps must be >= 1 or None, got '
-                       f'{exploiter_reset_steps}.')
+    self.check_exploiter_settings(exploiter_win_rate, exploiter_reset_steps)
     if max_snapshots < 2:
       raise ValueError(f'max_snapshots must be >= 2, got {max_snapshots}.')
     self._directory = directory
@@ -206,6 +201,17 @@ class League(league_file.LeagueFile, league_results.LeagueResults):
     self._load()
     if launch.get_launch_type() is not None:  # A node of a launched program.
       launch.register_stop_handler(self._save_at_stop)
+
+  @staticmethod
+  def check_exploiter_settings(win_rate: float,
+                               reset_steps: Optional[int]) -> None:
+    """Refuses (one line) settings that never end a generation."""
+    if not 0 < win_rate <= 1:
+      raise ValueError(f'exploiter_win_rate must be in (0, 1], got '
+                       f'{win_rate}.')
+    if reset_steps is not None and reset_steps < 1:
+      raise ValueError(f'exploiter_reset_steps must be >= 1 or None, got '
+                       f'{reset_steps}.')
 
   # --- the pool ---------------------------------------------------------------
 
@@ -262,7 +268,13 @@ class League(league_file.LeagueFile, league_results.LeagueResults):
     main, or `exploiter_reset_steps` steps since its reset); a returned id
     means its learner must reset and call `reset_learner`.
     """
-    learner = role
+    with self._lock:
+      if not self.due(role, step):
+        return None
+      return self.add_player(weights, version, step, role)
+
+  def due(self, learner: str, step: int) -> bool:
+    """Whether `maybe_add` would add a snapshot of `learner` at `step`."""
     exploiter = learner_role(learner) == 'exploiter'
     with self._lock:
       last = self._last_snapshot.get(learner)
@@ -289,9 +301,7 @@ class League(league_file.LeagueFile, league_results.LeagueResults):
         if not due and self._win_rate is not None:
           due = (last['games'] >= self._min_games and
                  last['points'] / last['games'] >= self._win_rate)
-      if not due:
-        return None
-      return self.add_player(weights, version, step, learner)
+      return due
 
   def reset_learner(self, learner: str, step: int,
                     like: Optional[str] = None) -> None:

@@ -8,6 +8,15 @@ version, opponents per episode, payoffs and Elo.
     version, variables = league.get_snapshot(opponent)      # once per id
     league.report([('main', opponent, 0.75)])               # per game
 
+With `exploiters` (the learners of main exploiters 'exploiter0', ...;
+exploiters.py builds them), `run()` also ends each exploiter's generation
+when `League.due` says so (`exploiter_win_rate` against main or
+`exploiter_reset_steps` of its learner's steps): its weights become a
+snapshot of role 'exploiter' ('exploiter0@v40'), its learner restarts from
+its state as built (`reset()`) and the league starts its next generation
+(`reset_learner`). An exploiter's environments ask
+`sample_opponents(n, 'exploiter0')`: main's newest snapshot.
+
 With `exploitability` (a small two-player zero-sum OpenSpiel game's spec,
 `exploitability.check_game`), each new snapshot is followed by OpenSpiel's
 exploitability of the newest snapshot and of the pool's average policy
@@ -115,6 +124,11 @@ class LeagueNode:
     poll_seconds: how long one wait for a new version lasts.
     exploitability: the game's spec to compute exploitability on (None:
       not computed); see the module docstring.
+    exploiters: the main exploiters' learners (handles), 'exploiter<k>' the
+      k-th; each a variable source with `status()` and `reset()`
+      (`LearnerHost`).
+    exploiter_win_rate, exploiter_reset_steps, min_games: when an
+      exploiter's generation ends (see `League`).
   """
 
   def __init__(self, directory: str, learner: Any,
@@ -122,14 +136,22 @@ class LeagueNode:
                matchmaking: str = 'pfsp', snapshot_every_versions: int = 200,
                max_snapshots: int = 1000, seed: int = 0,
                logdir: Optional[str] = None, poll_seconds: float = 2.0,
-               elo_k: float = 16.0, exploitability: Optional[str] = None):
+               elo_k: float = 16.0, exploitability: Optional[str] = None,
+               exploiters: Sequence[Any] = (),
+               exploiter_win_rate: float = 0.7,
+               exploiter_reset_steps: Optional[int] = None,
+               min_games: int = 100):
     if snapshot_every_versions < 1:
       raise ValueError('snapshot_every_versions must be >= 1, got '
                        f'{snapshot_every_versions}.')
     self._league = league_lib.League(
         directory, None, matchmaking=matchmaking, latest_is_live=False,
         snapshot_every_steps=None, max_snapshots=max_snapshots,
-        elo_k=elo_k, seed=seed)
+        elo_k=elo_k, seed=seed, min_games=min_games,
+        exploiter_win_rate=exploiter_win_rate,
+        exploiter_reset_steps=exploiter_reset_steps)
+    self._exploiters = {league_lib.exploiter_name(k): learner
+                        for k, learner in enumerate(exploiters)}
     self._weights = storage.WeightStore(os.path.join(directory, 'weights'))
     self._learner = learner
     self._make_eval_actor = make_eval_actor
@@ -180,11 +202,13 @@ class LeagueNode:
       self._metric = exploitability.Exploitability(self._exploitability,
                                                    self._make_eval_actor)
 
-  def _add(self, version: int, variables: Mapping[str, Any]) -> str:
-    player = league_lib.snapshot_id(MAIN, version)
+  def _add(self, version: int, variables: Mapping[str, Any],
+           learner: str = MAIN, step: Optional[int] = None) -> str:
+    player = league_lib.snapshot_id(learner, version)
     self._weights.save(player, variables)  # Before league.json names it.
     self._loaded[player] = (int(version), dict(variables))
-    return self._league.add_player(None, version, version, MAIN)
+    return self._league.add_player(
+        None, version, version if step is None else step, learner)
 
   def snapshot(self) -> Optional[str]:
     """Adds a snapshot if the learner is `snapshot_every_versions` past the
@@ -213,11 +237,28 @@ class LeagueNode:
     if self._metric is not None:
       self.measure()
     while not stop.is_set():
+      self.end_generations()
       added = self.snapshot()
       if added is not None and self._metric is not None:
         self.measure()
       if self._logger is not None:
         self._logger.write(dict(self._league.summary(), **self._figures))
+
+  def end_generations(self) -> List[str]:
+    """Ends each exploiter's generation that is due (see the module
+    docstring); returns the snapshots added."""
+    self._ensure_started()
+    added = []
+    for name, learner in self._exploiters.items():
+      step = int(learner.status()['learner/steps'])
+      if not self._league.due(name, step):
+        continue
+      version, values = learner.get_variables(self._names)
+      added.append(self._add(version, dict(zip(self._names, values)), name,
+                             step))
+      learner.reset()
+      self._league.reset_learner(name, step)
+    return added
 
   # --- exploitability -------------------------------------------------------------
 
@@ -263,12 +304,14 @@ class LeagueNode:
 
   # --- what environments call ---------------------------------------------------
 
-  def sample_opponents(self, n: int = 1) -> List[Tuple[str, int]]:
-    """`n` opponents (id, version) for the main agent's next episodes; a
-    live pick (AlphaStar's self-play share) is its newest snapshot."""
+  def sample_opponents(self, n: int = 1, learner: str = MAIN
+                       ) -> List[Tuple[str, int]]:
+    """`n` opponents (id, version) for `learner`'s next episodes (main's,
+    or an exploiter's); a live pick (AlphaStar's self-play share) is main's
+    newest snapshot."""
     self._ensure_started()
     newest = self._league.newest(MAIN)
-    picks = self._league.sample_opponents(MAIN, n)
+    picks = self._league.sample_opponents(learner, n)
     return [newest if v == league_lib.LIVE_VERSION and newest else (p, v)
             for p, v in picks]
 

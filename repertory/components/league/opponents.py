@@ -67,8 +67,10 @@ class LeagueSeat(seat_lib.SeatEnvironment):
   """A seat against the league's opponent of the episode (see module)."""
 
   def __init__(self, game: Any, league: Any,
-               make_eval_actor: Callable[[Any], Any], seed: int = 0):
+               make_eval_actor: Callable[[Any], Any], seed: int = 0,
+               learner: str = node_lib.MAIN):
     self._league, self._make_eval_actor = league, make_eval_actor
+    self._learner = learner
     self._seed = seed
     self._cache: 'collections.OrderedDict[str, SnapshotOpponent]' = (
         collections.OrderedDict())
@@ -107,7 +109,8 @@ class LeagueSeat(seat_lib.SeatEnvironment):
 
   def reset(self) -> dm_env.TimeStep:
     if not self._queue:
-      self._queue = list(self._client().sample_opponents(_SAMPLE_AHEAD))[::-1]
+      self._queue = list(self._client().sample_opponents(
+          _SAMPLE_AHEAD, self._learner))[::-1]
     self._opponent_id, _ = self._queue.pop()
     self._current = self._opponent(self._opponent_id)
     self._current.new_game()
@@ -118,7 +121,7 @@ class LeagueSeat(seat_lib.SeatEnvironment):
     if timestep.last():
       score = game_score(self.episode_return, self._payoff,
                          -self.episode_return)
-      self._results.append((node_lib.MAIN, self._opponent_id, score))
+      self._results.append((self._learner, self._opponent_id, score))
       if len(self._results) >= _REPORT_EVERY:
         self.flush()
     return timestep
@@ -146,11 +149,14 @@ class LeagueGame:
     league: the league node (handle; a client inside a node).
     make_eval_actor: the agent's evaluation actor factory (set once the
       agent's program is built: its run monitor's).
+    learner: whose games these are: 'main', or a main exploiter
+      'exploiter<k>' (its opponent is main's newest snapshot).
   """
   game: Any
   league: Any
   make_eval_actor: Optional[Callable[[Any], Any]] = None
+  learner: str = node_lib.MAIN
 
   def __call__(self, seed: Optional[int] = None) -> seat_lib.SeatEnvironment:
     return LeagueSeat(environments.make(self.game, seed=seed), self.league,
-                      self.make_eval_actor, seed or 0)
+                      self.make_eval_actor, seed or 0, self.learner)

@@ -37,6 +37,8 @@ from repertory import launch
 from repertory.components.evaluation import evaluator as evaluator_lib
 from repertory.components.evaluation import monitor as monitor_lib
 from repertory.components.league import exploitability as exploitability_lib
+from repertory.components.league import exploiters as exploiters_lib
+from repertory.components.league import league as league_lib
 from repertory.components.league import matchmaking as matchmaking_lib
 from repertory.components.league import node as node_lib
 from repertory.components.league import opponents
@@ -92,6 +94,9 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                  snapshot_every_versions: Optional[int] = None,
                  max_snapshots: int = 1000,
                  exploitability: Optional[bool] = None,
+                 exploiters: int = 0, exploiter_win_rate: float = 0.7,
+                 exploiter_reset_steps: Optional[int] = None,
+                 exploiter_min_games: int = 100,
                  **program_kwargs: Any) -> launch.Program:
   """The agent's program (`make_agent_program(config, experiment,
   **program_kwargs)`) in a league on the game `experiment.env`.
@@ -107,6 +112,13 @@ def make_program(make_agent_program: Callable[..., launch.Program],
     exploitability: compute the exploitability of the newest snapshot and
       of the pool's average (None: where the game allows it; True: refuse
       a game that does not).
+    exploiters: main exploiters to add (exploiters.py): each the agent's
+      learner again with its own queue or replay and actors, playing main's
+      newest snapshot; not with 'latest'.
+    exploiter_win_rate, exploiter_reset_steps, exploiter_min_games: when an
+      exploiter's generation ends (its mean score against main since its
+      reset, after `exploiter_min_games` games, or its learner's steps; see
+      `League`).
 
   Raises:
     ValueError (one line, before anything is written): an unknown rule, a
@@ -116,6 +128,9 @@ def make_program(make_agent_program: Callable[..., launch.Program],
   if matchmaking not in RULES:
     raise ValueError(f'--league={matchmaking!r}; choose one of '
                      f'{", ".join(RULES)}.')
+  exploiters_lib.check(exploiters, matchmaking)
+  league_lib.League.check_exploiter_settings(exploiter_win_rate,
+                                             exploiter_reset_steps)
   check_game(experiment.env)
   if snapshot_every_versions is None:
     snapshot_every_versions = SNAPSHOT_EVERY_VERSIONS.get(
@@ -153,12 +168,19 @@ def make_program(make_agent_program: Callable[..., launch.Program],
       args, kwargs = node.arguments()
       node.configure(*(args[:2] + (evaluation,) + args[3:]),
                      **dict(kwargs, num_episodes=games, eval_fraction=None))
+  exploiter_learners = exploiters_lib.add(
+      program, make_agent_program, config, experiment,
+      league.create_handle(), exploiters, **program_kwargs)
   league.configure(directory, learner, make_eval_actor,
                    matchmaking=matchmaking,
                    snapshot_every_versions=snapshot_every_versions,
                    max_snapshots=max_snapshots, seed=experiment.seed,
                    logdir=experiment.logdir,
-                   exploitability=experiment.env if exploitability else None)
+                   exploitability=experiment.env if exploitability else None,
+                   exploiters=exploiter_learners,
+                   exploiter_win_rate=exploiter_win_rate,
+                   exploiter_reset_steps=exploiter_reset_steps,
+                   min_games=exploiter_min_games)
   with program.group('league'):
     program.add_node(league)
   return program

@@ -34,6 +34,9 @@
   finite weights, as above) and republishes its weights as a new, higher
   version (actors and inference servers pick them up like any update; the
   version never goes back), then checkpoints that version.
+- With `keep_initial`, a fresh start's first checkpoint is also tagged
+  `INITIAL_TAG`; `restart()` restores it (the state as built) and
+  republishes it as a new version, as a rollback does.
 - Inside a launched program, a stop handler writes a final checkpoint when
   the program stops (Ctrl-C, SIGTERM, `launch.stop()`). It is registered by
   a successful `resume()`, never before: a learner whose resume failed must
@@ -41,7 +44,7 @@
   Nothing is checkpointed before `resume()`.
 """
 
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 from absl import logging
 
@@ -50,6 +53,8 @@ from repertory import launch
 from repertory.components import variables as variables_lib
 from repertory.components.learners import checkpoint_writer
 from repertory.components.model_store import store as store_lib
+
+INITIAL_TAG = 'initial'  # The state as built (`keep_initial`).
 
 
 class FaultTolerance(checkpoint_writer.CheckpointWriter):
@@ -61,13 +66,15 @@ class FaultTolerance(checkpoint_writer.CheckpointWriter):
     final_checkpoint_on_stop: inside a launched program, register a stop
       handler that writes a final checkpoint (at the end of a successful
       `resume()`).
+    keep_initial: tag a fresh start's first checkpoint `INITIAL_TAG`.
   """
 
   def __init__(self, model_store: store_lib.ModelStore,
                variable_store: variables_lib.VariableStore,
                get_variables: Callable[[], Mapping[str, core.Nest]],
                max_bad_updates: int = 10,
-               final_checkpoint_on_stop: bool = True):
+               final_checkpoint_on_stop: bool = True,
+               keep_initial: bool = False):
     if not isinstance(max_bad_updates, int) or max_bad_updates < 1:
       raise ValueError('max_bad_updates must be a positive int, got '
                        f'{max_bad_updates!r}.')
@@ -77,6 +84,7 @@ class FaultTolerance(checkpoint_writer.CheckpointWriter):
     self.total_bad = 0
     self.rollbacks = 0
     self._final_checkpoint_on_stop = final_checkpoint_on_stop
+    self._keep_initial = keep_initial
 
   def resume(self) -> Optional[store_lib.Restored]:
     """Restores the latest readable checkpoint, if any; else checkpoints the
@@ -95,6 +103,8 @@ class FaultTolerance(checkpoint_writer.CheckpointWriter):
       self._resumed = True
       if restored is None:
         self._save(self.step)
+        if self._keep_initial:
+          self._model_store.tag(self.version, INITIAL_TAG)
       else:
         # Versions continue from the checkpoint's (publish only counts up);
         # past any newer checkpoint that was set aside as unreadable.
@@ -157,18 +167,40 @@ class FaultTolerance(checkpoint_writer.CheckpointWriter):
     with self.lock:
       if version is None and tag is None:
         self.checkpoint()  # Only finite weights are written.
-      restored = self._model_store.restore(version=version, tag=tag)
-      if restored is None:
-        raise RuntimeError('Cannot roll back: no checkpoint in '
-                           f'{self._model_store.directory}.')
-      new_version = self._variable_store.publish(self._get_variables())
-      self.consecutive_bad = 0
+      restored, new_version = self._republish(version, tag)
       self.rollbacks += 1
       logging.warning('Rolled back to version %d (step %d); republished as '
                       'version %d.', restored.version, restored.step,
                       new_version)
-      self._save(self.step)
       return new_version
+
+  def restart(self) -> int:
+    """Restores the state as built (the checkpoint tagged `INITIAL_TAG`:
+    `keep_initial`) and republishes it as a new, higher version, which it
+    returns; the step count goes on."""
+    with self.lock:
+      if INITIAL_TAG not in self._model_store.tags():
+        raise ValueError(
+            f'No checkpoint tagged {INITIAL_TAG!r} in '
+            f'{self._model_store.directory}: restarting needs a learner '
+            'started with CheckpointSettings(keep_initial=True).')
+      _, new_version = self._republish(None, INITIAL_TAG)
+      logging.info('Restarted from the initial state as version %d (step '
+                   '%d).', new_version, self.step)
+      return new_version
+
+  def _republish(self, version: Optional[int], tag: Optional[str]
+                 ) -> Tuple[store_lib.Restored, int]:
+    """Restores a checkpoint, publishes its weights as a new version and
+    checkpoints them under it."""
+    restored = self._model_store.restore(version=version, tag=tag)
+    if restored is None:
+      raise RuntimeError('Cannot roll back: no checkpoint in '
+                         f'{self._model_store.directory}.')
+    new_version = self._variable_store.publish(self._get_variables())
+    self.consecutive_bad = 0
+    self._save(self.step)
+    return restored, new_version
 
   def metrics(self) -> Dict[str, float]:
     return {'learner/nonfinite_updates': self.total_bad,

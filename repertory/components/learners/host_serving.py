@@ -52,7 +52,8 @@ class ServingHost(core.Learner):
               checkpoint_every_steps=settings.every_steps,
               checkpoint_every_minutes=settings.every_minutes),
           self._store, algorithm.policy_variables,
-          max_bad_updates=settings.max_bad_updates)
+          max_bad_updates=settings.max_bad_updates,
+          keep_initial=settings.keep_initial)
       restored = self._guard.resume()
       if restored is not None:
         self._steps = restored.step
@@ -112,6 +113,15 @@ class ServingHost(core.Learner):
     if self._guard is None:
       raise ValueError('rollback() needs a learner built with checkpoint_dir.')
     return self._guard.rollback(version=version, tag=tag)
+
+  def reset(self) -> int:
+    """Restarts from the algorithm's state as built (network, optimizer:
+    its first checkpoint, kept with `CheckpointSettings.keep_initial`) and
+    publishes it as a new, higher version, which it returns; the step count
+    goes on (a league's main exploiter at the end of a generation)."""
+    if self._guard is None:
+      raise ValueError('reset() needs a learner built with checkpoint_dir.')
+    return self._guard.restart()
 
   def export_snapshot(self, path: str) -> str:
     """Exports the greedy policy as a SavedModel (`repertory.evaluate`)."""

@@ -5,7 +5,7 @@ import contextlib
 import dataclasses
 import re
 import uuid
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from repertory.launch.api import handles as handles_lib
 from repertory.launch.api import nodes as nodes_lib
@@ -153,6 +153,47 @@ class Program:
       self._unit_handles[unit_id].append(handle)
     return handle
 
+  def add_program(self, other: 'Program',
+                  groups: Optional[Sequence[str]] = None) -> None:
+    """Adds the nodes of `other`'s groups `groups` (default: all) to this
+    program, under the same labels; their handles, also those held by
+    other nodes of `other`, then refer to the nodes here. So a part built
+    as a program of its own (e.g. a second learner with its actors) joins
+    another program::
+
+      part = make_part()                      # a Program, not launched
+      program.add_program(part, groups=['learner', 'actor'])
+
+    Raises:
+      ValueError: `other` was placed (`share_process`, `spread_group`) or
+        launched, or a node added holds the handle of a node left out.
+    """
+    groups = list(other.groups if groups is None else groups)
+    unknown = [g for g in groups if g not in other.groups]
+    if unknown:
+      raise ValueError(f'Program {other.name!r} has no groups {unknown}; it '
+                       f'has {list(other.groups)}.')
+    nodes = [n for g in groups for n in other.groups[g]]
+    if len(other.units) != sum(len(n.nodes) if isinstance(
+        n, nodes_lib.MultiProcessingColocation) else 1
+                               for nodes in other.groups.values()
+                               for n in nodes):
+      raise ValueError(f'Program {other.name!r} was placed (processes '
+                       'shared); add its nodes before placing it.')
+    kept = {id(n.create_handle()) for n in nodes}
+    for node in nodes:
+      for handle in _handles_in(node.arguments()):
+        if id(handle) not in kept and handle._program_id == other.program_id:  # pylint: disable=protected-access
+          raise ValueError(
+              f'{node.description} of {other.name!r} holds the handle of '
+              f'node {handle.node_id!r}, which is not added; reconfigure '
+              'it without that handle first.')
+    for group in groups:
+      for node in other.groups[group]:
+        for sub in [node, *getattr(node, 'nodes', [])]:
+          sub.node_id = None
+        self.add_node(node, group)
+
   def share_process(self, *labels: str) -> Optional[str]:
     """Runs the nodes of the groups `labels` (added so far) in one process.
 
@@ -244,6 +285,22 @@ class Program:
   def __repr__(self) -> str:
     return (f'Program({self.name!r}, groups='
             f'{ {k: len(v) for k, v in self._groups.items()} })')
+
+
+def _handles_in(nest: Any) -> Iterator[handles_lib.Handle]:
+  """The handles in `nest`'s lists, tuples, dicts and partials."""
+  if isinstance(nest, handles_lib.Handle):
+    yield nest
+  elif isinstance(nest, (list, tuple)):
+    for x in nest:
+      yield from _handles_in(x)
+  elif isinstance(nest, dict):
+    for x in nest.values():
+      yield from _handles_in(x)
+  elif isinstance(nest, handles_lib.Deferred):
+    yield from _handles_in([nest.args, nest.kwargs])
+  elif hasattr(nest, 'func') and hasattr(nest, 'keywords'):  # A partial.
+    yield from _handles_in([nest.args, nest.keywords])
 
 
 def make_program(*nodes: nodes_lib.Node, name: str = 'launchpad') -> Program:

@@ -80,6 +80,37 @@ def test_nonfinite_steps_roll_back_to_the_checkpoint(tmp_path):
   assert (resumed.version, resumed.steps) == (3, 4)
 
 
+def test_reset_restarts_network_and_optimizer_as_built(tmp_path):
+  algorithm = Linear()
+  initial = networks.get_variables(algorithm.network)
+  host = learners.LearnerHost(
+      algorithm, checkpoint_dir=str(tmp_path),
+      checkpoint=checkpointing.CheckpointSettings(every_steps=2, to_keep=1,
+                                                  keep_initial=True))
+  for _ in range(5):  # The first checkpoint leaves the rotation...
+    host.step()
+  assert 0 not in host.guard._model_store.versions()  # pylint: disable=protected-access
+  assert host.reset() == 6  # ...its tagged copy stays: a new version.
+  assert host.steps == 5 and host.guard.rollbacks == 0
+  version, (served,) = host.get_variables(['policy'])
+  assert version == 6
+  for name, value in initial.items():
+    np.testing.assert_array_equal(served[name], value)
+  slots = [v.numpy() for v in algorithm.optimizer.variables
+           if v.dtype == tf.float32 and v.shape == (1, 1)]
+  assert slots and not any(np.any(s) for s in slots)  # Adam's m, v: zero.
+  host.step()
+  assert host.version == 7
+
+
+def test_reset_needs_the_initial_checkpoint(tmp_path):
+  host = learners.LearnerHost(Linear(), checkpoint_dir=str(tmp_path))
+  with pytest.raises(ValueError, match='keep_initial=True'):
+    host.reset()
+  with pytest.raises(ValueError, match='checkpoint_dir'):
+    learners.LearnerHost(Linear()).reset()
+
+
 def test_one_version_per_step_publishes_a_skipped_update():
   algorithm = Linear()
   host = learners.LearnerHost(algorithm, one_version_per_step=True)
