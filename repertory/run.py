@@ -48,6 +48,7 @@ from absl import logging
 from repertory import agents
 from repertory import experiment as experiment_lib
 from repertory import launch
+from repertory import league_flags
 from repertory import overrides as overrides_lib
 from repertory import placement
 from repertory import rundir
@@ -110,56 +111,12 @@ _BSUITE_SWEEP = flags.DEFINE_string(
 _BSUITE_EPISODES = flags.DEFINE_integer(
     'bsuite_episodes', None, 'With --bsuite_sweep: episodes of each setting '
     "instead of bsuite's NUM_EPISODES (a short check).", lower_bound=1)
-_LEAGUE = flags.DEFINE_enum(
-    'league', None, ['latest', 'uniform', 'pfsp', 'pfsp_variance',
-                     'alphastar'],
-    "Self-play: --agent's own program in a league on a two-player game "
-    '(--env=openspiel:<game>), opponents per episode by this matchmaking '
-    'rule (docs/selfplay.md).')
-_LEAGUE_SNAPSHOT_EVERY = flags.DEFINE_integer(
-    'league_snapshot_every', None,
-    "With --league: freeze the learner's weights into the pool each time "
-    'its version moved this many versions past the newest snapshot (unset: '
-    "the rule's default, docs/selfplay.md).", lower_bound=1)
-_LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
-    'league_exploitability', None,
-    'With --league: report the exploitability of the newest snapshot and of '
-    "the pool's average policy as the run goes (OpenSpiel's, for small "
-    'two-player zero-sum games such as kuhn_poker and leduc_poker). Unset: '
-    'wherever the game allows it; set: refuse a game that does not.')
-_LEAGUE_EXPLOITERS = flags.DEFINE_integer(
-    'league_exploiters', 0,
-    "With --league: add this many main exploiters (AlphaStar's): each the "
-    "agent's learner again, with its own queue or replay and actors, "
-    "learning to beat main's newest snapshot; its snapshots join the pool "
-    'and it restarts when its generation ends (docs/selfplay.md).')
-_LEAGUE_EXPLOITER_WIN_RATE = flags.DEFINE_float(
-    'league_exploiter_win_rate', 0.7,
-    "With --league_exploiters: an exploiter's generation ends once its mean "
-    'score against main since its restart reaches this (after '
-    '--league_exploiter_min_games games)...')
-_LEAGUE_EXPLOITER_RESET_STEPS = flags.DEFINE_integer(
-    'league_exploiter_reset_steps', None,
-    '...or after this many of its learner steps (unset: by win rate only).')
-_LEAGUE_EXPLOITER_MIN_GAMES = flags.DEFINE_integer(
-    'league_exploiter_min_games', 100,
-    "Games against main before an exploiter's win rate can end its "
-    'generation.')
 # The flags `--help` shows (with --config.*); --helpfull shows every flag.
 SHARED_FLAGS = (*_EXPERIMENT_FLAGS, 'seeds', 'grid', 'sweep_concurrency',
-                'bsuite_sweep', 'bsuite_episodes',
-                'league', 'league_snapshot_every', 'league_exploitability',
-                'league_exploiters', 'league_exploiter_win_rate',
-                'league_exploiter_reset_steps', 'league_exploiter_min_games',
+                'bsuite_sweep', 'bsuite_episodes', *league_flags.NAMES,
                 'lp_launch_type',
                 'ray_address', 'lp_resources', 'lp_termination_notice_secs')
 
-
-# Flags that mean something only with --league.
-LEAGUE_ONLY_FLAGS = ('league_snapshot_every', 'league_exploitability',
-                     'league_exploiters', 'league_exploiter_win_rate',
-                     'league_exploiter_reset_steps',
-                     'league_exploiter_min_games')
 
 
 def _error(message: Any) -> None:
@@ -205,22 +162,8 @@ def _build() -> Tuple[Any, Any, Any]:
   from repertory import environments  # pylint: disable=g-import-not-at-top
   environments.make(flags.FLAGS.env).close()  # An unknown spec fails here.
   config, experiment = configs_from_flags()
-  make_program = agent.make_program
-  if _LEAGUE.value:  # Self-play: the agent's program in a league.
-    from repertory.components import league  # pylint: disable=g-import-not-at-top
-    make_program = functools.partial(
-        league.make_program, make_program, matchmaking=_LEAGUE.value,
-        snapshot_every_versions=_LEAGUE_SNAPSHOT_EVERY.value,
-        exploitability=_LEAGUE_EXPLOITABILITY.value,
-        exploiters=_LEAGUE_EXPLOITERS.value,
-        exploiter_win_rate=_LEAGUE_EXPLOITER_WIN_RATE.value,
-        exploiter_reset_steps=_LEAGUE_EXPLOITER_RESET_STEPS.value,
-        exploiter_min_games=_LEAGUE_EXPLOITER_MIN_GAMES.value)
-  else:
-    given = [f'--{name}' for name in LEAGUE_ONLY_FLAGS
-             if flags.FLAGS[name].present]
-    if given:
-      raise ValueError(f'{", ".join(given)} need --league=<rule>.')
+  # Self-play (--league): the agent's program in a league.
+  make_program = league_flags.in_league(agent.make_program)
   if remote_program.is_remote(experiment.env):  # docs/remote.md
     make_program = functools.partial(remote_program.make_program,
                                      make_program,

@@ -30,7 +30,7 @@ import contextlib
 import dataclasses
 import functools
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from repertory import environments
 from repertory import launch
@@ -148,26 +148,10 @@ def make_program(make_agent_program: Callable[..., launch.Program],
   game = opponents.LeagueGame(experiment.env, league.create_handle())
   program = make_agent_program(
       config, dataclasses.replace(experiment, env=game), **program_kwargs)
-  monitor = _monitor(program)
-  args, kwargs = monitor.arguments()
-  make_eval_actor, learner = kwargs['make_eval_actor'], kwargs[
-      'variable_source']
+  make_eval_actor, learner = _evaluate_against_random(
+      program, experiment, matchmaking,
+      league.create_handle() if exploitability else None)
   game.make_eval_actor = make_eval_actor
-  evaluation = functools.partial(against_random, experiment.env,
-                                 experiment.eval_seed)
-  metadata = dict(kwargs.get('metadata') or {}, league=matchmaking,
-                  env=environments_name(experiment.env))
-  # Games, not a share of the budget: chance is excluded only over enough.
-  games = max(kwargs.get('eval_episodes') or 0, MIN_EVAL_GAMES)
-  monitor.configure(*args, **dict(
-      kwargs, make_environment=evaluation, metadata=metadata,
-      eval_episodes=games, eval_fraction=None,
-      metrics_source=league.create_handle() if exploitability else None))
-  for node in program.groups.get('evaluator', []):
-    if getattr(node, '_ctor', None) is evaluator_lib.PeriodicEvaluator:
-      args, kwargs = node.arguments()
-      node.configure(*(args[:2] + (evaluation,) + args[3:]),
-                     **dict(kwargs, num_episodes=games, eval_fraction=None))
   exploiter_learners = exploiters_lib.add(
       program, make_agent_program, config, experiment,
       league.create_handle(), exploiters, **program_kwargs)
@@ -184,6 +168,32 @@ def make_program(make_agent_program: Callable[..., launch.Program],
   with program.group('league'):
     program.add_node(league)
   return program
+
+
+def _evaluate_against_random(program: launch.Program, experiment: Any,
+                             matchmaking: str, metrics_source: Any
+                             ) -> Tuple[Any, Any]:
+  """Points the agent's run monitor and periodic evaluator at games against
+  uniform random play (both seats, at least `MIN_EVAL_GAMES`); returns the
+  agent's (make_eval_actor, learner handle)."""
+  monitor = _monitor(program)
+  args, kwargs = monitor.arguments()
+  evaluation = functools.partial(against_random, experiment.env,
+                                 experiment.eval_seed)
+  metadata = dict(kwargs.get('metadata') or {}, league=matchmaking,
+                  env=environments_name(experiment.env))
+  # Games, not a share of the budget: chance is excluded only over enough.
+  games = max(kwargs.get('eval_episodes') or 0, MIN_EVAL_GAMES)
+  monitor.configure(*args, **dict(
+      kwargs, make_environment=evaluation, metadata=metadata,
+      eval_episodes=games, eval_fraction=None, metrics_source=metrics_source))
+  for node in program.groups.get('evaluator', []):
+    if getattr(node, '_ctor', None) is evaluator_lib.PeriodicEvaluator:
+      node_args, node_kwargs = node.arguments()
+      node.configure(*(node_args[:2] + (evaluation,) + node_args[3:]),
+                     **dict(node_kwargs, num_episodes=games,
+                            eval_fraction=None))
+  return kwargs['make_eval_actor'], kwargs['variable_source']
 
 
 def environments_name(env: Any) -> str:
