@@ -266,7 +266,8 @@ def run_sweep_from_flags(command: Sequence[str]) -> None:
         use_tune=flags.FLAGS.lp_launch_type == 'ray',
         concurrency=_SWEEP_CONCURRENCY.value,
         ray_address=flags.FLAGS.ray_address, points=points,
-        command=rundir.command_line(command))
+        command=rundir.command_line(command),
+        max_actor_steps=experiment.max_actor_steps)
   except launch.LaunchError as e:  # E.g. no Ray cluster at --ray_address.
     _error(e)
   print(table.to_string(index=False))

@@ -37,6 +37,8 @@ import os
 import subprocess
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from repertory.components import statistics
+
 # Where a Tune trial's program output goes, in its run directory.
 OUTPUT_FILE = 'output.log'
 # The sweep's command lines (each rerun's), in its logdir.
@@ -108,33 +110,26 @@ def trial_command(program: Sequence[str], base_args: Sequence[str],
           f'--seed={trial["seed"]}', f'--logdir={trial["logdir"]}']
 
 
-def _finished_budget(command: Sequence[str], logdir: str) -> bool:
-  """Whether the run in `logdir` finished with a budget at least the one
-  `command` asks for (rerunning it would only be refused)."""
-  from repertory import experiment  # pylint: disable=g-import-not-at-top
+def _finished_budget(budget: int, logdir: str) -> bool:
+  """Whether the run in `logdir` finished with a budget of at least `budget`
+  actor steps (rerunning it would only be refused)."""
   from repertory import rundir  # pylint: disable=g-import-not-at-top
   done = rundir.finished(logdir)
-  if done is None:
-    return False
-  budget = experiment.ExperimentConfig.max_actor_steps
-  for arg in command:
-    if arg.startswith('--max_actor_steps='):
-      budget = int(arg.split('=', 1)[1])
-  return budget <= done[1]
+  return done is not None and budget <= done[1]
 
 
-def _run_trial(command: Sequence[str], logdir: str,
+def _run_trial(command: Sequence[str], logdir: str, budget: int,
                output_file: Optional[str] = None) -> Dict[str, Any]:
   """Runs one trial's program to its end (unless its run directory holds
-  a run that finished this budget; an unfinished one resumes); returns its
-  results.json.
+  a run that finished `budget` actor steps; an unfinished one resumes);
+  returns its results.json.
 
   The program's output goes to this process's, or to the end of
   `output_file` (the command line, then its stdout and stderr) when given:
   a trial run again (resumed) adds to it."""
   os.makedirs(logdir, exist_ok=True)
   line = f'repertory.sweep: {" ".join(command)}'
-  if _finished_budget(command, logdir):
+  if _finished_budget(budget, logdir):
     print(f'repertory.sweep: {logdir} finished; not run again.', flush=True)
     returncode = 0
   elif output_file is None:
@@ -163,7 +158,7 @@ def _tune_trainable(config: Dict[str, Any]) -> None:
   with the other trials'."""
   from ray import tune  # pylint: disable=g-import-not-at-top
   trial = config['trial']
-  results = _run_trial(trial['command'], trial['logdir'],
+  results = _run_trial(trial['command'], trial['logdir'], trial['budget'],
                        os.path.join(trial['logdir'], OUTPUT_FILE))
   tune.report({k: v for k, v in results.items()
                if isinstance(v, (int, float, str)) or v is None})
@@ -189,7 +184,8 @@ def _run_with_tune(commands: Sequence[List[str]], runs: Sequence[dict],
   from ray import tune  # pylint: disable=g-import-not-at-top
   _connect(ray_address)
   space = {'trial': tune.grid_search([
-      {'command': c, 'logdir': r['logdir']} for c, r in zip(commands, runs)])}
+      {'command': c, 'logdir': r['logdir'], 'budget': r['budget']}
+      for c, r in zip(commands, runs)])}
   tuner = tune.Tuner(
       _tune_trainable,
       param_space=space,
@@ -210,7 +206,8 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
               use_tune: bool = False, concurrency: int = 1,
               ray_address: Optional[str] = None,
               points: Optional[Sequence[Tuple[str, Mapping[str, str]]]] = None,
-              command: Optional[str] = None) -> Any:
+              command: Optional[str] = None,
+              max_actor_steps: Optional[int] = None) -> Any:
   """Runs every (grid point, seed) as its own program; returns the table
   (a pandas DataFrame, also written to `<logdir>/sweep.csv`).
 
@@ -233,6 +230,8 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
       (e.g. `results.bsuite.sweep_points`: a bsuite experiment's settings).
     command: the sweep's command line, added to the `commands` of
       `<logdir>/sweep.json`.
+    max_actor_steps: the trials' budget (default: `ExperimentConfig`'s),
+      unless their grid point sets `max_actor_steps`.
   """
   import pandas as pd  # pylint: disable=g-import-not-at-top
   for arg in base_args:
@@ -241,6 +240,11 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
                        f'{", ".join(SWEEP_FLAGS)} itself.')
   logdir = os.path.abspath(logdir)
   runs = trials(dict(grid or {}), seeds, base_seed, logdir, points)
+  if max_actor_steps is None:
+    from repertory import experiment  # pylint: disable=g-import-not-at-top
+    max_actor_steps = experiment.ExperimentConfig.max_actor_steps
+  for run in runs:
+    run['budget'] = int(run['point'].get('max_actor_steps', max_actor_steps))
   program = list(program)
   commands = [trial_command(program, base_args, r) for r in runs]
   os.makedirs(logdir, exist_ok=True)
@@ -249,7 +253,8 @@ def run_sweep(base_args: Sequence[str], program: Sequence[str],
   if use_tune:
     results = _run_with_tune(commands, runs, logdir, concurrency, ray_address)
   else:
-    results = [_run_trial(c, r['logdir']) for c, r in zip(commands, runs)]
+    results = [_run_trial(c, r['logdir'], r['budget'])
+               for c, r in zip(commands, runs)]
   rows = []
   for run, result in zip(runs, results):
     row = {'label': run['label'], **run['point'], 'seed': run['seed']}
@@ -282,33 +287,14 @@ def summarize(table: Any) -> Any:
   return table.groupby('label')[numeric].agg(['mean', 'std'])
 
 
-# Two-sided 95% quantiles of Student's t by degrees of freedom (beyond the
-# table: the normal's 1.96).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
-        7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131,
-        20: 2.086, 30: 2.042}
-
-
-def t95(dof: int) -> float:
-  """The 95% two-sided quantile of Student's t with `dof` degrees of freedom
-  (the next smaller tabulated one, so the interval errs wide)."""
-  if dof < 1:
-    return math.nan
-  return _T95[max(k for k in _T95 if k <= dof)] if dof <= 30 else 1.96
-
-
-def interval(values: Sequence[float]) -> Tuple[float, float, int]:
-  """(mean, half width of its 95% interval, n) of seeds' figures
-  (Student's t; the half width is nan for one seed)."""
-  values = [float(v) for v in values if v is not None and not math.isnan(
-      float(v))]
-  if not values:
-    return math.nan, math.nan, 0
-  mean = sum(values) / len(values)
-  if len(values) < 2:
-    return mean, math.nan, len(values)
-  var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-  return mean, t95(len(values) - 1) * math.sqrt(var / len(values)), len(values)
+def interval(values: Sequence[Optional[float]]) -> Tuple[float, float, int]:
+  """(mean, half width of its 95% interval, n) of seeds' figures, leaving
+  out missing (None, nan) ones (Student's t; the half width is nan for one
+  seed)."""
+  values = [float(v) for v in values
+            if v is not None and not math.isnan(float(v))]
+  mean, low, high = statistics.mean_interval(values)
+  return mean, (high - low) / 2, len(values)
 
 
 SUMMARY_COLUMNS = ('eval_return_mean', 'episode_return_mean')

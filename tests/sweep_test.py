@@ -7,6 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from repertory import experiment as experiment_lib
 from repertory import follow
@@ -66,7 +67,7 @@ def test_seeds_from_one_command_give_a_table(tmp_path):
 def test_interval_is_students_t():
   mean, half, n = sweep.interval([1.0, 2.0, 3.0, None])
   assert (mean, n) == (2.0, 3)
-  assert half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+  assert half == pytest.approx(stats.t.ppf(0.975, 2) / 3 ** 0.5)
   assert sweep.interval([5.0])[1] != sweep.interval([5.0])[1]  # nan
 
 
@@ -82,11 +83,30 @@ def test_a_failed_trial_is_a_row_with_its_error(tmp_path):
   assert pd.read_csv(os.path.join(logdir, 'sweep.csv'))['error'].notna().all()
 
 
+def test_a_trial_that_finished_its_budget_is_not_run_again(tmp_path, capsys):
+  logdir = str(tmp_path / 'sweep')
+  run_dir = os.path.join(logdir, 'default', 'seed0')
+  os.makedirs(run_dir)
+  with open(os.path.join(run_dir, 'results.json'), 'w') as f:
+    f.write('{"actor_steps": 500}')
+  with open(os.path.join(run_dir, 'config.json'), 'w') as f:
+    f.write('{"experiment": {"max_actor_steps": 500}}')
+  program = [sys.executable, '-c', _FAILING_TRIAL]
+  table = sweep.run_sweep([], program, logdir=logdir, max_actor_steps=500)
+  assert 'finished; not run again' in capsys.readouterr().out
+  assert list(table['actor_steps']) == [500]
+  sweep.run_sweep([], program, logdir=logdir, max_actor_steps=800)
+  assert 'finished; not run again' not in capsys.readouterr().out  # Raised.
+  sweep.run_sweep([], program, logdir=logdir, max_actor_steps=800,
+                  points=[('default', {'max_actor_steps': '400'})])
+  assert 'finished; not run again' in capsys.readouterr().out  # The point's.
+
+
 def test_a_tune_trial_s_output_goes_to_its_file_run_after_run(tmp_path):
   output_file = str(tmp_path / sweep.OUTPUT_FILE)
   command = [sys.executable, '-c', _FAILING_TRIAL, '--seed=7']
   for _ in range(2):  # A trial run again adds to the file.
-    result = sweep._run_trial(command, str(tmp_path), output_file)  # pylint: disable=protected-access
+    result = sweep._run_trial(command, str(tmp_path), 100, output_file)  # pylint: disable=protected-access
     assert result == {'error': 'exit status 3, no results.json (its output: '
                                f'{output_file})'}
   with open(output_file) as f:

@@ -6,6 +6,7 @@ per agent the seeds, their figures and their exact commands."""
 import math
 from typing import Dict, List, Optional, Sequence
 
+from repertory.components import statistics
 from repertory.results import bsuite
 from repertory.results import figures
 from repertory.results import runs as runs_lib
@@ -48,8 +49,8 @@ def score_cell(values: Sequence[float]) -> str:
   """'mean [low, high]' over seeds ('mean (1 seed)' for one)."""
   if not values:
     return '—'
-  mean, low, high = runs_lib.interval(values)
-  if low is None:
+  mean, low, high = statistics.mean_interval(values)
+  if len(values) < 2:
     return f'{number(mean)} (1 seed)'
   return f'{number(mean)} [{number(low)}, {number(high)}]'
 

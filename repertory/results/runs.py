@@ -1,10 +1,8 @@
-"""Finding and reading run directories, grouping them over seeds, and the
-statistics of a group (mean and 95% Student-t interval over seeds)."""
+"""Finding and reading run directories and grouping them over seeds."""
 
 import dataclasses
 import datetime
 import json
-import math
 import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -31,13 +29,6 @@ MINATAR_SOURCE = (
     'of training returns, read off its learning curves')
 _MINATAR_GAME = re.compile(r'^minatar:([a-z_]+)')
 
-# Student t quantiles t(0.975, df) for df = 1..30 (two-sided 95%).
-T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912,
-         2.364624, 2.306004, 2.262157, 2.228139, 2.200985, 2.178813,
-         2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922,
-         2.093024, 2.085963, 2.079614, 2.073873, 2.068658, 2.063899,
-         2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272)
-_Z_975 = 1.959963984540054
 # Settings that differ between the seeds of one group.
 PER_SEED = ('seed', 'logdir')
 
@@ -50,32 +41,6 @@ def reference(env: str) -> Optional[float]:
   """The published score of task `env`, if the module knows one."""
   match = _MINATAR_GAME.match(env)
   return MINATAR_REFERENCES.get(match.group(1)) if match else None
-
-
-def t_975(df: int) -> float:
-  """The 0.975 quantile of Student's t with `df` degrees of freedom (the
-  table up to 30, then the Cornish-Fisher expansion, within 1e-5)."""
-  if df < 1:
-    raise ValueError(f'df must be >= 1, got {df}.')
-  if df <= len(T_975):
-    return T_975[df - 1]
-  z = _Z_975
-  return (z + (z**3 + z) / (4 * df)
-          + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-          + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
-
-
-def interval(values: Sequence[float]
-             ) -> Tuple[float, Optional[float], Optional[float]]:
-  """(mean, low, high): the mean and its 95% Student-t interval, mean +- t(0.975,
-  n - 1) * s / sqrt(n) with s the sample standard deviation; no interval for
-  one value."""
-  x = np.asarray(values, dtype=np.float64)
-  mean = float(x.mean())
-  if len(x) < 2:
-    return mean, None, None
-  half = t_975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
-  return mean, mean - half, mean + half
 
 
 @dataclasses.dataclass

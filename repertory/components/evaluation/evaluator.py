@@ -3,7 +3,6 @@
 training (`PeriodicEvaluator`)."""
 
 import dataclasses
-import math
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -12,41 +11,13 @@ import numpy as np
 
 from repertory import core
 from repertory import launch
+from repertory.components import statistics
 
 # How often the evaluator looks at the counter (evaluations by time, or
 # actors that count through the counter rather than the budget).
 POLL_SECONDS = 0.5
 # Share of the training steps that evaluation may spend by default.
 EVAL_FRACTION = 0.1
-
-# Student's t 0.975 quantiles for 1..30 degrees of freedom.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-         2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
-         2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
-         2.048, 2.045, 2.042)
-
-
-def t_quantile_975(df: int) -> float:
-  """Student's t 0.975 quantile with `df` degrees of freedom (a table to
-  30, then the Cornish-Fisher expansion, within 1e-3)."""
-  if df < 1:
-    return float('nan')
-  if df <= len(_T975):
-    return _T975[df - 1]
-  z = 1.959964
-  return (z + (z**3 + z) / (4 * df) +
-          (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2))
-
-
-def mean_interval(values: List[float]) -> tuple:
-  """(low, high): the 95% confidence interval of the mean of `values`
-  (Student's t; nan for fewer than two values)."""
-  n = len(values)
-  if n < 2:
-    return float('nan'), float('nan')
-  mean = float(np.mean(values))
-  half = t_quantile_975(n - 1) * float(np.std(values, ddof=1)) / math.sqrt(n)
-  return mean - half, mean + half
 
 
 @dataclasses.dataclass
@@ -78,7 +49,7 @@ class EvaluationResult:
   def as_dict(self, prefix: str = 'eval') -> dict:
     """The row of an evaluation: mean, standard deviation and 95% interval
     of the return, episodes, steps, mean length, policy version."""
-    low, high = mean_interval(self.returns)
+    _, low, high = statistics.mean_interval(self.returns)
     row = {
         f'{prefix}_return_mean': self.return_mean,
         f'{prefix}_return_std': (float(np.std(self.returns))
