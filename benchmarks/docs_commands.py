@@ -118,7 +118,7 @@ def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],
     return None, {}, 'not a plain python command'
   argv = [sys.executable, *words[1:]]
   if words[1:3] == ['-m', 'repertory.run'] and not any(
-      w in ('--help', '-h') for w in words):
+      w in ('--help', '--helpfull', '-h') for w in words):
     cut = ('--logdir=',) if _FULL.value else ('--max_actor_steps=',
                                                '--logdir=')
     argv = [a for a in argv if not a.startswith(cut)]

@@ -19,8 +19,9 @@ Player specs:
                       uniformly plays it through (the mixed strategy whose
                       behaviour policy is the pool's average)
   ckpt:<path>         a checkpoint of a policy network (`ckpt-N` prefix): an
-                      MLP, or IMPALA's LSTM (`--config.use_lstm`), whose state
-                      runs through each game
+                      MLP (relu; a run's players use its config's
+                      activation), or IMPALA's LSTM (`--config.use_lstm`),
+                      whose state runs through each game
   search:<simulations>:<run:... or ckpt:...>
                       that network searching: OpenSpiel's MCTS with the
                       network's priors and values (AlphaZero's PUCT) in place
@@ -41,15 +42,15 @@ probabilities}}, for two-player zero-sum games small enough to traverse
       --players=pool:runs/kuhn --export=runs/kuhn/pool_policy.json
 """
 
-import glob
 import json
 import os
-import re
 from typing import Any, Callable, Dict, List
 
 from absl import app
 from absl import flags
 import numpy as np
+
+from repertory import saved_policies
 
 
 def define_flags() -> None:
@@ -71,81 +72,6 @@ def define_flags() -> None:
 
 # player(env, timestep, player index) -> action
 Player = Callable[[Any, Any, int], int]
-
-
-def _checkpoint_weights(prefix: str) -> Dict[str, np.ndarray]:
-  """The network's variables in a checkpoint, named as
-  `networks.get_variables` names them (attribute paths without '_')."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  reader = tf.train.load_checkpoint(prefix)
-  weights = {}
-  for key in reader.get_variable_to_shape_map():
-    match = re.fullmatch(r'network/(.*)/\.ATTRIBUTES/VARIABLE_VALUE', key)
-    if match:
-      name = '/'.join(p.lstrip('_') for p in match.group(1).split('/'))
-      weights[name] = reader.get_tensor(key)
-  if not weights:
-    raise ValueError(f'Checkpoint {prefix!r} holds no network variables.')
-  return weights
-
-
-def _npz_path(logdir: str, snapshot: str) -> str:
-  """Where a `--league` run keeps snapshot `snapshot`'s weights."""
-  from repertory.components.league import storage  # pylint: disable=g-import-not-at-top
-  return storage.WeightStore.path_in(os.path.join(logdir, 'league',
-                                                  'weights'), snapshot)
-
-
-def _snapshot_weights(path: str) -> Dict[str, np.ndarray]:
-  """The MLP policy weights of a league snapshot file (checkpoint prefix or
-  `.npz` of a `--league` run)."""
-  if not path.endswith('.npz'):
-    return _checkpoint_weights(path)
-  from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
-  from repertory.components.league import storage  # pylint: disable=g-import-not-at-top
-  directory, name = os.path.split(path)
-  groups = storage.WeightStore(directory).load_file(name)
-  weights = exploitability.mlp_weights(groups)
-  if weights is None:
-    raise ValueError(f'Snapshot {path!r} holds no MLP policy weights '
-                     f'(groups: {sorted(groups)}).')
-  return weights
-
-
-def pool_weights(logdir: str) -> List[Dict[str, np.ndarray]]:
-  """The weights of every snapshot in the league pool of run `logdir`."""
-  path = os.path.join(logdir, 'league', 'league.json')
-  if not os.path.exists(path):
-    raise ValueError(f'Player pool:{logdir}: no league in {logdir!r} (no '
-                     f'{path}); a pool comes from a --league run.')
-  with open(path) as f:
-    ids = [p['id'] for p in json.load(f)['players']]
-  if not ids:
-    raise ValueError(f'Player pool:{logdir}: its league has no snapshots.')
-  return [_snapshot_weights(_run_checkpoint(f'{logdir}@{i}')) for i in ids]
-
-
-def _run_checkpoint(spec: str) -> str:
-  logdir, _, snapshot = spec.partition('@')
-  if not os.path.isdir(logdir):
-    raise ValueError(f'Player {"run:" + spec!r}: no run directory {logdir!r}.')
-  if snapshot:
-    if os.path.exists(_npz_path(logdir, snapshot)):
-      return _npz_path(logdir, snapshot)
-    tagged = glob.glob(os.path.join(logdir, 'league', 'snapshots', 'tags',
-                                    snapshot, 'ckpt-*.index'))
-    if not tagged:
-      with open(os.path.join(logdir, 'league', 'league.json')) as f:
-        ids = [p['id'] for p in json.load(f)['players']]
-      raise ValueError(f'Run {logdir!r} has no league snapshot {snapshot!r}; '
-                       f'snapshots: {", ".join(ids)}.')
-    return tagged[0][:-len('.index')]
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  prefix = tf.train.latest_checkpoint(
-      os.path.join(logdir, 'checkpoints', 'latest'))
-  if prefix is None:
-    raise ValueError(f'Run {logdir!r} has no learner checkpoint yet.')
-  return prefix
 
 
 def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
@@ -170,14 +96,15 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
     return lambda env_, timestep, p: int(bot.step(env_.state))
   if kind == 'search':
     return _search_player(spec, env, seed)
+  activation = saved_policies.activation(spec)
   if kind == 'pool':
-    return _PoolPlayer([_mlp_player(w, rng, greedy)
-                        for w in pool_weights(rest)], rng)
+    return _PoolPlayer([_mlp_player(w, rng, greedy, activation)
+                        for w in saved_policies.pool_weights(rest)], rng)
   if kind in ('run', 'ckpt'):
-    weights = _network_weights(spec)
+    weights = saved_policies.network_weights(spec)
     if 'core/lstm/w_h' in weights:  # IMPALA's LSTM (--config.use_lstm).
       return _LSTMPlayer(weights, env, rng, greedy)
-    return _mlp_player(weights, rng, greedy)
+    return _mlp_player(weights, rng, greedy, activation)
   raise ValueError(f'Unknown player spec {spec!r}; expected human, random, '
                    'mcts:<simulations>, run:<logdir>[@<snapshot>], '
                    'pool:<logdir>, ckpt:<path> or '
@@ -185,11 +112,11 @@ def make_player(spec: str, env: Any, seed: int, greedy: bool) -> Player:
 
 
 def _mlp_player(weights: Dict[str, np.ndarray], rng: np.random.Generator,
-                greedy: bool) -> Player:
+                greedy: bool, activation: str) -> Player:
   """An MLP policy's player, on the view its network was trained on."""
   from repertory.components import league  # pylint: disable=g-import-not-at-top
   from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
-  policy = league.MLPPolicy(weights)
+  policy = league.MLPPolicy(weights, activation)
 
   def act(env_, timestep, p):
     del env_
@@ -226,10 +153,11 @@ def export_table(spec: str, env_spec: str, path: str) -> float:
   if kind not in ('run', 'pool', 'ckpt'):
     raise ValueError(f'--export writes run:, pool: or ckpt: players; got '
                      f'{spec!r}.')
-  metric = exploitability.Exploitability(env_spec)
+  metric = exploitability.Exploitability(
+      env_spec, activation=saved_policies.activation(spec))
   try:
-    pool = (pool_weights(rest) if kind == 'pool' else
-            [_network_weights(spec)])
+    pool = (saved_policies.pool_weights(rest) if kind == 'pool' else
+            [saved_policies.network_weights(spec)])
     for i, weights in enumerate(pool):
       metric.add(str(i), {'policy': weights})
     table = metric.average()
@@ -246,14 +174,6 @@ def export_table(spec: str, env_spec: str, path: str) -> float:
   return value
 
 
-def _network_weights(spec: str) -> Dict[str, np.ndarray]:
-  """The weights of a `run:` or `ckpt:` player."""
-  kind, _, rest = spec.partition(':')
-  if kind == 'run':
-    return _snapshot_weights(_run_checkpoint(rest))
-  return _checkpoint_weights(rest)
-
-
 def _search_player(spec: str, env: Any, seed: int) -> Player:
   """`search:<simulations>:<network spec>`: the network guiding
   OpenSpiel's MCTS (`components.search`)."""
@@ -267,29 +187,12 @@ def _search_player(spec: str, env: Any, seed: int) -> Player:
   from repertory.components import league  # pylint: disable=g-import-not-at-top
   from repertory.components import search  # pylint: disable=g-import-not-at-top
   search.check_game(env.game)
-  policy = league.MLPPolicy(_network_weights(network))
+  policy = league.MLPPolicy(saved_policies.network_weights(network),
+                            saved_policies.activation(network))
   bot = search.network_bot(
       env.game, search.NetworkEvaluator(policy.policy_value, env.observe),
       int(simulations), seed=seed)
   return lambda env_, timestep, p: int(bot.step(env_.state))
-
-
-def check_run_env(spec: str, env_spec: str) -> None:
-  """Refuses a `run:` player (also searching, `search:N:run:...`) trained
-  on another game or view (e.g. on 'openspiel:connect_four/relative' and
-  played on 'openspiel:connect_four'): its network would read boards it
-  never saw."""
-  if spec.startswith('search:'):
-    spec = spec[len('search:'):].partition(':')[2]
-  kind, _, rest = spec.partition(':')
-  path = os.path.join(rest.partition('@')[0], 'config.json')
-  if kind not in ('run', 'pool') or not os.path.exists(path):
-    return
-  with open(path) as f:
-    trained = json.load(f).get('experiment', {}).get('env')
-  if trained is not None and trained != env_spec:
-    raise ValueError(f'Player {spec!r} was trained on --env={trained!r}; '
-                     f'play it with --env={trained}, not {env_spec!r}.')
 
 
 class _LSTMPlayer:
@@ -361,7 +264,7 @@ def main(argv):
       raise ValueError(f'--env={FLAGS.env!r} is not a turn-based N-player '
                        'game (openspiel:<game>, pettingzoo:<module>).')
     for spec in FLAGS.players:
-      check_run_env(spec, FLAGS.env)
+      saved_policies.check_run_env(spec, FLAGS.env)
     if FLAGS.export:
       value = export_table(FLAGS.players[0], FLAGS.env, FLAGS.export)
       print(f'{FLAGS.players[0]}: exploitability {value:.4f} on '

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from repertory import environments
 from repertory import play
+from repertory import saved_policies
 from repertory.components import league as league_lib
 from repertory.components import model_store
 from repertory.components import networks
@@ -44,7 +45,7 @@ def test_saved_policies_play_their_weights(tmp_path):
   store = model_store.ModelStore(str(tmp_path / 'run' / 'checkpoints'),
                                  {'network': network})
   store.save(7, 70)
-  weights = play._checkpoint_weights(store.latest().path)
+  weights = saved_policies.checkpoint_weights(store.latest().path)
   for name, value in networks.get_variables(network).items():
     np.testing.assert_array_equal(weights[name], value)
   env = environments.make('openspiel:kuhn_poker', seed=0)
@@ -105,16 +106,28 @@ def test_a_run_plays_only_the_game_view_it_was_trained_on(tmp_path):
   run.mkdir()
   (run / 'config.json').write_text(
       '{"experiment": {"env": "openspiel:connect_four/relative"}}')
-  play.check_run_env(f'run:{run}', 'openspiel:connect_four/relative')
-  play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four/relative')
-  play.check_run_env('mcts:100', 'openspiel:connect_four')
-  play.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four/relative')
+  saved_policies.check_run_env(f'run:{run}', 'openspiel:connect_four/relative')
+  saved_policies.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four/relative')
+  saved_policies.check_run_env('mcts:100', 'openspiel:connect_four')
+  saved_policies.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four/relative')
   with pytest.raises(ValueError, match='trained on'):
-    play.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four')
+    saved_policies.check_run_env(f'search:10:run:{run}', 'openspiel:connect_four')
   with pytest.raises(ValueError, match=r"trained on --env='openspiel:connect_"
                      r"four/relative'; play it with --env=openspiel:connect_"
                      r"four/relative, not 'openspiel:connect_four'"):
-    play.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four')
+    saved_policies.check_run_env(f'run:{run}@main@v3', 'openspiel:connect_four')
+
+
+def test_a_run_s_weights_play_with_its_activation(tmp_path):
+  run = tmp_path / 'run'
+  run.mkdir()
+  (run / 'config.json').write_text('{"config": {"activation": "tanh"}}')
+  assert saved_policies.activation(f'run:{run}@main@v3') == 'tanh'
+  assert saved_policies.activation(f'pool:{run}') == 'tanh'
+  assert saved_policies.activation(f'search:10:run:{run}') == 'tanh'
+  assert saved_policies.activation('ckpt:/no/such/ckpt-1') == 'relu'
+  (run / 'config.json').write_text('{"config": {}}')  # E.g. AlphaZero's.
+  assert saved_policies.activation(f'run:{run}') == 'relu'
 
 
 def test_a_person_plays_at_the_terminal():

@@ -124,6 +124,8 @@ class LeagueNode:
     poll_seconds: how long one wait for a new version lasts.
     exploitability: the game's spec to compute exploitability on (None:
       not computed); see the module docstring.
+    activation: the hidden activation of the agent's MLP policy weights,
+      with which exploitability tabulates them (the config's `activation`).
     exploiters: the main exploiters' learners (handles), 'exploiter<k>' the
       k-th; each a variable source with `status()` and `reset()`
       (`LearnerHost`).
@@ -140,7 +142,7 @@ class LeagueNode:
                exploiters: Sequence[Any] = (),
                exploiter_win_rate: float = 0.7,
                exploiter_reset_steps: Optional[int] = None,
-               min_games: int = 100):
+               min_games: int = 100, activation: str = 'relu'):
     if snapshot_every_versions < 1:
       raise ValueError('snapshot_every_versions must be >= 1, got '
                        f'{snapshot_every_versions}.')
@@ -162,6 +164,7 @@ class LeagueNode:
     self._template: Optional[Dict[str, Any]] = None
     self._loaded: Dict[str, Tuple[int, Dict[str, Any]]] = {}
     self._exploitability = exploitability
+    self._activation = activation
     self._metric = None  # Built once started (it loads the game).
     self._metric_lock = threading.Lock()
     self._figures: Dict[str, float] = {}
@@ -199,8 +202,8 @@ class LeagueNode:
     self._names = names  # Started.
     if self._exploitability is not None:
       from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
-      self._metric = exploitability.Exploitability(self._exploitability,
-                                                   self._make_eval_actor)
+      self._metric = exploitability.Exploitability(
+          self._exploitability, self._make_eval_actor, self._activation)
 
   def _add(self, version: int, variables: Mapping[str, Any],
            learner: str = MAIN, step: Optional[int] = None) -> str:

@@ -60,9 +60,16 @@ def sample_legal(probs: np.ndarray, legal: np.ndarray,
 
 
 class MLPPolicy:
-  """The acting function of an MLP policy-value network's weights."""
+  """The acting function of an MLP policy-value network's weights, with
+  `activation` (a `numpy_mlp.ACTIVATIONS` name: the network's, e.g. the
+  agent config's `activation`) after each torso layer."""
 
-  def __init__(self, weights: Mapping[str, np.ndarray]):
+  def __init__(self, weights: Mapping[str, np.ndarray],
+               activation: str = 'relu'):
+    if activation not in numpy_mlp.ACTIVATIONS:
+      raise ValueError(f'MLPPolicy: activation={activation!r}; choose one of '
+                       f'{", ".join(numpy_mlp.ACTIVATIONS)}.')
+    self._activation = numpy_mlp.ACTIVATIONS[activation]
     if any(name.startswith('core/') for name in weights):
       raise ValueError('MLPPolicy plays MLP weights; these have an LSTM core '
                        "('core/lstm/...'): play them with "
@@ -112,7 +119,7 @@ class MLPPolicy:
     if self._convs:
       x = numpy_mlp.board_convs(x, self._convs)
     x = x.reshape(x.shape[0], -1)
-    return numpy_mlp.apply(x, self._layers, numpy_mlp.ACTIVATIONS['relu'],
+    return numpy_mlp.apply(x, self._layers, self._activation,
                            activate_final=True)  # As MLPTorso.
 
   def probabilities(self, observations: np.ndarray,

@@ -164,7 +164,8 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                    exploiters=exploiter_learners,
                    exploiter_win_rate=exploiter_win_rate,
                    exploiter_reset_steps=exploiter_reset_steps,
-                   min_games=exploiter_min_games)
+                   min_games=exploiter_min_games,
+                   activation=getattr(config, 'activation', 'relu'))
   with program.group('league'):
     program.add_node(league)
   return program
