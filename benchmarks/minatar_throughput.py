@@ -119,7 +119,9 @@ def main(argv: List[str]) -> None:
           mode, env_spec, num_actors, num_envs, seconds,
           FLAGS.warmup_seconds)
     print(f'   {json.dumps(rows[mode])}', flush=True)
-  base = rows.get('env', {}).get('steps_per_cpu_second')
+  # rows['env'] is the game's name unless the 'env' mode ran.
+  base = (rows['env'].get('steps_per_cpu_second')
+          if 'env' in _RUN_MODES.value else None)
   print(f'\n{env_spec}, {num_actors} actors x {num_envs} envs, load '
         f'{" ".join(rows["loadavg_at_start"])} at start\n')
   print('| mode | steps/s | steps per CPU-second | of the env ceiling |')

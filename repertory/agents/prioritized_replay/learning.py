@@ -54,6 +54,8 @@ class PrioritizedReplay(host.Algorithm):
       self._online = make_network(spec, config)
       self._target = make_network(spec, config)
     self._online_vars = list(self._online.trainable_variables)
+    # Read at every step's publish: named once, read in one call.
+    self._read_online = network_variables.VariableReader(self._online)
     self._target_updates = target_lib.TargetUpdater(
         self._online_vars, self._target.trainable_variables,
         period=config.target_update_period)
@@ -69,13 +71,14 @@ class PrioritizedReplay(host.Algorithm):
     self._priorities = replay_priorities.PriorityUpdater(replay_client, table)
     self._publish_period = publish_period
     self._steps = 0
+    self._sgd_call = None
 
   @property
   def network(self) -> snt.Module:
     return self._online
 
   def policy_variables(self) -> Dict[str, Any]:
-    return {'policy': network_variables.get_variables(self._online)}
+    return {'policy': self._read_online()}
 
   def save(self) -> Dict[str, Any]:
     return {'online': self._online, 'target': self._target,
@@ -89,7 +92,11 @@ class PrioritizedReplay(host.Algorithm):
 
   def step(self, version: int, sample: Any) -> host.Update:
     """One SGD step on `sample`; priorities back, target copy if due."""
-    metrics, keys, priorities, versions = self._sgd_step(sample)
+    if self._sgd_call is None:  # Batches keep their shapes: trace once.
+      self._sgd_call = self._sgd_step.get_concrete_function(sample)
+    # The concrete function skips the tf.function's per-call matching of
+    # the sample's nest against its traces.
+    metrics, keys, priorities, versions = self._sgd_call(sample)
     applied = bool(metrics.pop('applied'))
     if applied:
       self._priorities.update(keys.numpy(), priorities.numpy())

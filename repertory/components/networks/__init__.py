@@ -31,3 +31,4 @@ from repertory.components.networks.torsos import ResNetTorso
 from repertory.components.networks.variables import assign_variables
 from repertory.components.networks.variables import get_variables
 from repertory.components.networks.variables import named_variables
+from repertory.components.networks.variables import VariableReader

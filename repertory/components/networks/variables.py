@@ -44,6 +44,25 @@ def get_variables(module: tf.Module) -> Dict[str, np.ndarray]:
   return {name: v.numpy() for name, v in named_variables(module).items()}
 
 
+class VariableReader:
+  """`get_variables(module)` for a learner that publishes often: the
+  variables are named once (naming walks the whole module) and read in one
+  `tf.function` call (one op dispatch instead of one per variable).
+
+    read = VariableReader(network)    # after the variables exist
+    weights = read()                  # {name: np.ndarray}, as get_variables
+  """
+
+  def __init__(self, module: tf.Module):
+    named = named_variables(module)
+    self._names, variables = list(named), list(named.values())
+    self._read = tf.function(lambda: [tf.identity(v) for v in variables],
+                             autograph=False)
+
+  def __call__(self) -> Dict[str, np.ndarray]:
+    return {name: t.numpy() for name, t in zip(self._names, self._read())}
+
+
 def assign_variables(module: tf.Module,
                      values: Mapping[str, np.ndarray]) -> None:
   """Assigns `values` (from `get_variables`) to `module`'s variables.

@@ -112,6 +112,20 @@ def test_variables_round_trip_between_instances():
                          values[name])
 
 
+def test_variable_reader_reads_the_current_values():
+  net = networks.PolicyValueNetwork(networks.MLPTorso((8,)), num_actions=A)
+  net(_obs(1)[0])
+  read = networks.VariableReader(net)
+  before = read()
+  assert set(before) == set(networks.get_variables(net))
+  for variable in networks.named_variables(net).values():
+    variable.assign_add(tf.ones_like(variable))
+  after = read()
+  for name, value in networks.get_variables(net).items():
+    np.testing.assert_array_equal(after[name], value)
+    np.testing.assert_allclose(after[name], before[name] + 1.0)
+
+
 def test_assign_variables_checks_before_writing():
   net = networks.PolicyValueNetwork(networks.MLPTorso((8,)), num_actions=A)
   net(_obs()[0])
