@@ -11,6 +11,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from repertory import rundir
+
 
 def checkpoint_weights(prefix: str) -> Dict[str, np.ndarray]:
   """The network's variables in a checkpoint, named as
@@ -104,11 +106,10 @@ def run_config(spec: str) -> Dict[str, Any]:
   if spec.startswith('search:'):
     spec = spec[len('search:'):].partition(':')[2]
   kind, _, rest = spec.partition(':')
-  path = os.path.join(rest.partition('@')[0], 'config.json')
+  path = os.path.join(rest.partition('@')[0], rundir.CONFIG)
   if kind not in ('run', 'pool') or not os.path.exists(path):
     return {}
-  with open(path) as f:
-    return json.load(f)
+  return rundir.read_json(path)  # A corrupt one: a one-line error.
 
 
 def activation(spec: str) -> str:
