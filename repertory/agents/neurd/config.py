@@ -30,7 +30,14 @@ class Config:
       equilibrium of the game regularised towards the previous phase's
       policy, so the sequence approaches a Nash equilibrium rather than a
       QRE). The magnet network is saved with the learner's checkpoints.
-    neurd_clip: 'neurd' and 'mmd': no logit is pushed beyond ±this.
+    neurd_clip: 'neurd' and 'mmd': no logit is pushed further than ±this
+      from the mean logit of the legal actions (softmax ignores a common
+      offset, so this bounds the policy's log-odds, as R-NaD's logit
+      threshold does). Small, so that no action's probability saturates
+      where an equilibrium mixes: a moving magnet copies a saturated
+      policy, and each phase's fixed point π ∝ ρ exp(Q / α) then moves
+      the log-odds by only about the actions' difference in Q over α, so
+      recovering takes many phases.
     exploration: actors play a uniformly random legal action with this
       probability (so the critic learns every action's value).
     unroll_length: T, the seat's moves per queue item (items of T + 1
@@ -61,7 +68,7 @@ class Config:
   policy_loss: str = 'mmd'
   magnet_strength: float = 0.5
   magnet_update_steps: Optional[int] = 300
-  neurd_clip: float = 10.0
+  neurd_clip: float = 3.0
   exploration: float = 0.1
   unroll_length: int = 8
   batch_size: int = 16

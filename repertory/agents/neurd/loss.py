@@ -12,8 +12,10 @@ the legal actions:
     neurd_loss: -m_t Σ_{a legal} A(o_t, a) y_a(o_t)   (Hennes et al. 2020,
              "Neural Replicator Dynamics": the logits y follow the
              advantages of ALL legal actions, so an action the policy
-             stopped playing still gets its signal; a logit beyond ±clip gets
-             no further push outward)
+             stopped playing still gets its signal; the pushes act on
+             y_a - ȳ, ȳ the legal logits' mean, as softmax ignores a common
+             offset, and one beyond ±clip from ȳ gets no further push
+             outward)
     mmd_loss: NeuRD on the regularised action values
              Q̃(o, a) = Q(o, a) - α log(π(a|o) / ρ(a|o)), Ã = Q̃ - Σ_a π Q̃
              (Sokota et al. 2022, "A Unified Approach to Reinforcement
@@ -80,11 +82,15 @@ def _policy_and_v(logits_t, q_t, legal_t):
 
 
 def _replicator(logits_t, advantage, legal_t, clip):
-  """-Σ_a A(a) y_a over legal actions, no push beyond ±clip."""
+  """-Σ_a A(a) (y_a - ȳ) over legal actions, ȳ their mean logit; no push
+  of y_a - ȳ beyond ±clip."""
   advantage = tf.stop_gradient(advantage) * legal_t
-  outward_ok = tf.where(advantage > 0, logits_t < clip, logits_t > -clip)
+  count = tf.maximum(tf.reduce_sum(legal_t, axis=-1, keepdims=True), 1.0)
+  centred = logits_t - tf.reduce_sum(logits_t * legal_t, axis=-1,
+                                     keepdims=True) / count
+  outward_ok = tf.where(advantage > 0, centred < clip, centred > -clip)
   return -tf.reduce_sum(advantage * tf.cast(outward_ok, tf.float32) *
-                        logits_t, axis=-1)
+                        centred, axis=-1)
 
 
 def neurd_loss(logits_t: tf.Tensor, q_t: tf.Tensor, legal_t: tf.Tensor,

@@ -2,6 +2,8 @@
 written from the papers (Hennes et al. 2020; Sokota et al. 2022), MMD with
 a uniform or a given magnet."""
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,7 +18,7 @@ GAMMA = 0.9
 def _batch(seed):
   rng = np.random.default_rng(seed)
   logits = rng.normal(size=(T, B, A)) * 3
-  logits[0, 0, 1] = 11.0  # Beyond the NeuRD clip of 10.
+  logits[0, 0, 1] = 21.0  # Beyond the NeuRD clip of 10 from the mean.
   q = rng.normal(size=(T, B, A))
   legal = (rng.uniform(size=(T, B, A)) < 0.7).astype(np.float32)
   legal[..., 0] = 1.0
@@ -77,14 +79,17 @@ def _reference(logits, q, legal, action, reward, discount, step_type, config,
           if legal[t, b, a]:
             q_reg[a] -= config.magnet_strength * (log_pi[a] - log_rho[a])
       v_reg = sum(pi[a] * q_reg[a] for a in range(A) if legal[t, b, a])
-      policy = 0.0
-      for a in range(A):
-        if not legal[t, b, a]:
-          continue
+      legal_as = [a for a in range(A) if legal[t, b, a]]
+      y_mean = sum(logits[t, b, a] for a in legal_as) / len(legal_as)
+      policy, force = 0.0, {}
+      for a in legal_as:  # Pushes on y_a - ȳ, none outward past the clip.
         adv = q_reg[a] - v_reg
-        ok = (logits[t, b, a] < 10.0) if adv > 0 else (logits[t, b, a] > -10.0)
-        policy -= adv * ok * logits[t, b, a]
-        grad[t, b, a] = -adv * ok / len(valid)
+        y = logits[t, b, a] - y_mean
+        force[a] = adv * ((y < 10.0) if adv > 0 else (y > -10.0))
+        policy -= force[a] * y
+      mean_force = sum(force.values()) / len(legal_as)
+      for a in legal_as:
+        grad[t, b, a] = -(force[a] - mean_force) / len(valid)
     else:
       policy = -np.log(pi[action[t, b]]) * (g - v)
     entropy = -sum(p * np.log(p) for p in pi if p > 0)
@@ -137,7 +142,8 @@ def test_loss_matches_the_reference(policy_loss, magnet, seed):
                              atol=1e-5)
   if policy_loss in ('neurd', 'mmd'):
     # The policy term's gradient on the logits: -A(a) for every legal action
-    # (none outward past the clip), over the number of valid steps.
+    # (none outward past the clip), less its mean over the legal actions,
+    # over the number of valid steps.
     np.testing.assert_allclose(tape.gradient(policy, logits), grad,
                                rtol=1e-4, atol=1e-6)
 
@@ -193,3 +199,28 @@ def test_config_rejects_bad_values():
     neurd.Config(batch_size=0)
   with pytest.raises(ValueError, match=r'exploration must be in \[0, 1\)'):
     neurd.Config(exploration=1.0)
+
+
+@pytest.mark.parametrize('policy_loss', ['neurd', 'mmd'])
+def test_the_clip_holds_logits_from_their_mean(policy_loss):
+  """Softmax ignores a common offset of the logits, and so do the pushes:
+  the clip bounds y_a - ȳ, wherever the raw logits are."""
+  q = tf.constant([[[1.0, 0.0]]])
+  args = (q, tf.ones((1, 1, 2)), tf.constant([[0]]), tf.constant([[0.0]]),
+          tf.constant([[1.0]]))
+  fn = (loss_lib.neurd_loss if policy_loss == 'neurd' else
+        functools.partial(loss_lib.mmd_loss, magnet_strength=0.1))
+
+  def gradient(logits):
+    logits = tf.Variable([[logits]], dtype=tf.float32)
+    with tf.GradientTape() as tape:
+      out = fn(logits, *args, clip=3.0)
+    return tape.gradient(out.extra['policy_loss'], logits).numpy()[0, 0]
+
+  inside = gradient([2.0, -2.0])
+  assert inside[0] < 0 < inside[1]  # Towards the better action 0.
+  np.testing.assert_allclose(inside.sum(), 0.0, atol=1e-6)
+  np.testing.assert_allclose(gradient([-18.0, -22.0]), inside, rtol=1e-5)
+  # 3.5 from their mean: no push further out, wherever they are.
+  np.testing.assert_allclose(gradient([3.5, -3.5]), 0.0, atol=1e-6)
+  np.testing.assert_allclose(gradient([-6.5, -13.5]), 0.0, atol=1e-6)
