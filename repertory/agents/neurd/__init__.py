@@ -3,7 +3,7 @@ al. 2022) and A2C with an action-value critic, learned in self-play: the
 agent plays one seat of a two-player game in a league of its own snapshots.
 
   python -m repertory.run --agent=neurd --env=openspiel:kuhn_poker \
-      --league=latest --max_actor_steps=400000    # MMD, a moving magnet
+      --league=latest --max_actor_steps=600000    # MMD, a moving magnet
 """
 
 from repertory.agents.neurd.config import Config
