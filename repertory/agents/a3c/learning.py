@@ -48,6 +48,8 @@ class A3C(learners.Algorithm):
     self.optimizer = make_optimizer(config)
     # Slots in variable_list order, the order gradients are applied in.
     learners.create_optimizer_state(self.optimizer, self._variables)
+    # Read at every publish: named once, read in one call.
+    self._read_policy = networks.VariableReader(self.network)
     self.applied_per_actor: Dict[int, int] = {}
     self._staleness_sum = 0
     self._dropped = 0
@@ -61,7 +63,7 @@ class A3C(learners.Algorithm):
     self._apply = apply
 
   def policy_variables(self) -> Dict[str, Any]:
-    return {mlp_policy.POLICY: networks.get_variables(self.network)}
+    return {mlp_policy.POLICY: self._read_policy()}
 
   def save(self) -> Dict[str, Any]:
     return {'network': self.network, 'optimizer': self.optimizer}

@@ -63,6 +63,8 @@ class VTrace(learners.Algorithm):
     # Adam's slots exist before a checkpoint is restored into them.
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
+    # Read at every publish: named once, read in one call.
+    self._read_policy = networks.VariableReader(self.network)
     self._results = learners.HostResults()
     # The version as the graph sees it (for the lag) and its Python mirror.
     self._version = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -76,7 +78,7 @@ class VTrace(learners.Algorithm):
         self._no_op_args, unoptimized_calls=None)
 
   def policy_variables(self) -> Dict[str, Any]:
-    return {networks_lib.POLICY: networks.get_variables(self.network)}
+    return {networks_lib.POLICY: self._read_policy()}
 
   def save(self) -> Dict[str, Any]:
     return {'network': self.network, 'optimizer': self.optimizer}
@@ -271,4 +273,5 @@ def make_learner(config: config_lib.ActorCriticConfig, spec: Any,
   `<logdir>/checkpoints`, the snapshot on stop in `<logdir>/snapshot`."""
   return learners.LearnerHost.in_logdir(
       VTrace(config, spec, replay, table, seed=seed), logdir,
-      counter=counter, checkpoint=checkpoint, log_every=config.learner_log_every, train=config.train)
+      counter=counter, checkpoint=checkpoint,
+      log_every=config.learner_log_every, train=config.train)

@@ -42,6 +42,8 @@ class AlphaZero(learners.Algorithm):
     self._optimizer = learners.Adam(config.learning_rate)
     learners.create_optimizer_state(self._optimizer,
                                     self._network.trainable_variables)
+    # Read at every publish: named once, read in one call.
+    self._read_policy = networks.VariableReader(self._network)
     dataset = replay_lib.make_dataset(replay, config_lib.TABLE,
                                       config.batch_size, prefetch_size=1)
     self._iterator = replay_lib.StarvationLoggingIterator(
@@ -49,7 +51,7 @@ class AlphaZero(learners.Algorithm):
     self._update = tf.function(self._sgd_step, autograph=False)
 
   def policy_variables(self):
-    return {config_lib.POLICY: networks.get_variables(self._network)}
+    return {config_lib.POLICY: self._read_policy()}
 
   def save(self):
     return {'network': self._network, 'optimizer': self._optimizer}

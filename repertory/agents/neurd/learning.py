@@ -65,13 +65,15 @@ class NeuRD(learners.Algorithm):
     self.optimizer = learners.Adam(self.learning_rate)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
+    # Read at every publish: named once, read in one call.
+    self._read_policy = networks.VariableReader(self.network)
     self._loss = policy_loss(config)
     self._results = learners.HostResults()
     self._iterator = None
     self._train_step = tf.function(self._train_step_fn, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
-    return {networks_lib.POLICY: networks.get_variables(self.network)}
+    return {networks_lib.POLICY: self._read_policy()}
 
   def save(self) -> Dict[str, Any]:
     saved = {'network': self.network, 'optimizer': self.optimizer}

@@ -54,6 +54,8 @@ class PPO(learners.Algorithm):
                                    epsilon=config.adam_epsilon)
     learners.create_optimizer_state(self.optimizer,
                                     self.network.trainable_variables)
+    # Read at every publish: named once, read in one call.
+    self._read_policy = networks.VariableReader(self.network)
     self.rounds = 0
     flat = lambda dtype, *shape: tf.TensorSpec((None,) + shape, dtype)
     # No data-dependent Python control flow: autograph only slows tracing.
@@ -68,7 +70,7 @@ class PPO(learners.Algorithm):
     self._advantages = tf.function(self._advantages_impl, autograph=False)
 
   def policy_variables(self) -> Dict[str, Any]:
-    return {mlp_policy.POLICY: networks.get_variables(self.network)}
+    return {mlp_policy.POLICY: self._read_policy()}
 
   def save(self) -> Dict[str, Any]:
     return {'network': self.network, 'optimizer': self.optimizer}
