@@ -4,10 +4,9 @@ latest learner checkpoint (`run:<logdir>`), one of its league snapshots
 file (`ckpt:<path>`), as `repertory.play` names its players."""
 
 import glob
-import json
 import os
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -53,14 +52,25 @@ def snapshot_weights(path: str) -> Dict[str, np.ndarray]:
   return weights
 
 
+def _league_path(logdir: str) -> str:
+  return os.path.join(logdir, 'league', 'league.json')
+
+
+def _league_ids(logdir: str) -> Optional[List[str]]:
+  """The ids of run `logdir`'s league snapshots; None without a league."""
+  path = _league_path(logdir)
+  if not os.path.exists(path):
+    return None
+  return [p['id'] for p in rundir.read_json(path)['players']]
+
+
 def pool_weights(logdir: str) -> List[Dict[str, np.ndarray]]:
   """The weights of every snapshot in the league pool of run `logdir`."""
-  path = os.path.join(logdir, 'league', 'league.json')
-  if not os.path.exists(path):
+  ids = _league_ids(logdir)
+  if ids is None:
     raise ValueError(f'Player pool:{logdir}: no league in {logdir!r} (no '
-                     f'{path}); a pool comes from a --league run.')
-  with open(path) as f:
-    ids = [p['id'] for p in json.load(f)['players']]
+                     f'{_league_path(logdir)}); a pool comes from a --league '
+                     'run.')
   if not ids:
     raise ValueError(f'Player pool:{logdir}: its league has no snapshots.')
   return [snapshot_weights(run_checkpoint(f'{logdir}@{i}')) for i in ids]
@@ -78,10 +88,10 @@ def run_checkpoint(spec: str) -> str:
     tagged = glob.glob(os.path.join(logdir, 'league', 'snapshots', 'tags',
                                     snapshot, 'ckpt-*.index'))
     if not tagged:
-      with open(os.path.join(logdir, 'league', 'league.json')) as f:
-        ids = [p['id'] for p in json.load(f)['players']]
+      ids = _league_ids(logdir)
       raise ValueError(f'Run {logdir!r} has no league snapshot {snapshot!r}; '
-                       f'snapshots: {", ".join(ids)}.')
+                       + ('it has no league.' if ids is None else
+                          f'snapshots: {", ".join(ids)}.'))
     return tagged[0][:-len('.index')]
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   prefix = tf.train.latest_checkpoint(
