@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -218,3 +219,67 @@ def test_a_real_run_gives_its_command_and_machine(tmp_path):
   assert 'python -m repertory.run ' + ' '.join(command) + '\n' in text
   seed_row = next(l for l in text.split('\n') if l.startswith('| 3 |'))
   assert seed_row.split('|')[-2].strip().startswith(f'{os.cpu_count()}, ')
+
+
+def _generate_kept(paths, archive, out):
+  return subprocess.run(
+      [sys.executable, '-m', 'repertory.results', *map(str, paths),
+       f'--archive={archive}', f'--out={out}'], capture_output=True,
+      text=True, cwd=REPO, timeout=300, check=False)
+
+
+def test_the_archive_alone_rebuilds_the_page(tmp_path):
+  _write_seeds(tmp_path / 'runs' / 'impala-catch')
+  os.makedirs(tmp_path / 'runs' / 'impala-catch' / 'seed0' / 'checkpoints')
+  archive = tmp_path / 'docs' / 'results' / 'runs'
+  out = tmp_path / 'docs' / 'results.md'
+  kept = _generate_kept([tmp_path / 'runs'], archive, out)
+  assert kept.returncode == 0, kept.stderr
+  assert f'kept {tmp_path / "runs" / "impala-catch" / "seed1"} as ' in (
+      kept.stdout)
+  first = out.read_text()
+  assert f'python -m repertory.results {archive} --out={out}' in first
+  copy = archive / 'impala-catch' / 'seed0'
+  assert sorted(os.listdir(copy)) == ['attempts', 'config.json',
+                                      'progress.csv', 'results.json']
+  assert sorted(os.listdir(copy / 'attempts' / '1')) == [
+      'attempt.json', 'config.json', 'results.json']
+  # The runs are gone; the archive gives the same page.
+  subprocess.run(['rm', '-r', str(tmp_path / 'runs')], check=True)
+  again = _generate([archive], out)
+  assert again.returncode == 0, again.stderr
+  assert out.read_text() == first
+  (row,) = _table_rows(first)
+  assert row[3] == _cell(EVAL)
+
+
+def test_keeping_again_updates_a_run_and_refuses_another(tmp_path):
+  archive = tmp_path / 'kept'
+  out = tmp_path / 'results.md'
+  run = _write_run(tmp_path / 'runs' / 'seed0', eval_return=0.5)
+  assert _generate_kept([run], archive, out).returncode == 0
+  assert (archive / 'seed0' / 'results.json').exists()
+  # The same run resumed with a larger budget: its copy follows it.
+  saved = rundir.read_json(os.path.join(run, 'config.json'))
+  attempt = rundir.start_attempt(run, saved, ['repertory/run.py'])
+  with open(os.path.join(run, 'results.json'), 'w') as f:
+    json.dump({'eval_return_mean': 0.75, 'actor_steps': 80_000}, f)
+  assert attempt.end() is not None
+  kept = _generate_kept([run], archive, out)
+  assert kept.returncode == 0, kept.stderr
+  assert sorted(os.listdir(archive / 'seed0' / 'attempts')) == ['1', '2']
+  assert json.loads((archive / 'seed0' / 'results.json').read_text())[
+      'eval_return_mean'] == 0.75
+  # Another run of the same name is refused, and the copy is untouched.
+  before = (archive / 'seed0' / 'attempts' / '1' / 'attempt.json').read_text()
+  other = tmp_path / 'elsewhere' / 'seed0'
+  time.sleep(1.1)  # Another start time.
+  _write_run(other)
+  refused = _generate_kept([other], archive, out)
+  assert refused.returncode == 1
+  (line,) = refused.stderr.strip().split('\n')
+  assert line == (f'repertory.results: error: {archive / "seed0"} holds '
+                  f'another run than {other} (its first attempt started at '
+                  'another time); remove it or rename the run directory.')
+  assert (archive / 'seed0' / 'attempts' / '1' / 'attempt.json').read_text(
+      ) == before

@@ -19,6 +19,10 @@ nothing on the page comes from anywhere but the runs and the command line.
 Bad input (a path that does not exist, no finished run, a corrupt run file)
 is one line on stderr, before anything is written.
 
+`--archive=<folder>` first copies the files the page reads from each
+finished run into the folder (`archive.keep`) and writes the page from
+there, so the page can be rebuilt after the run directories are gone.
+
 From Python: `write(paths, out, command)` returns the paths it wrote.
 """
 
@@ -30,6 +34,14 @@ from repertory.results import page
 from repertory.results import runs as runs_lib
 
 ResultsError = runs_lib.ResultsError
+
+
+def check_output(out: str) -> None:
+  """Raises `ResultsError` unless `out` names a Markdown file and the
+  figures can be drawn."""
+  if not out.endswith('.md'):
+    raise ResultsError(f'--out={out} must name a Markdown file (.md).')
+  figures.check_matplotlib()
 
 
 def write(paths: Sequence[str], out: str, command: str) -> List[str]:
@@ -45,10 +57,8 @@ def write(paths: Sequence[str], out: str, command: str) -> List[str]:
     ResultsError, rundir.RunDirError: bad input (one line), before
       anything is written.
   """
-  if not out.endswith('.md'):
-    raise ResultsError(f'--out={out} must name a Markdown file (.md).')
+  check_output(out)
   finished, unfinished = runs_lib.find_runs(paths)
-  figures.check_matplotlib()
   groups = runs_lib.group_runs([runs_lib.read_run(p) for p in finished])
   folder = os.path.splitext(out)[0]
   envs = sorted({g.env for g in groups})

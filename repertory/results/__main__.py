@@ -1,5 +1,5 @@
-"""`python -m repertory.results RUNS... --out=docs/results.md`: see
-repertory/results/__init__.py."""
+"""`python -m repertory.results RUNS... --out=docs/results.md
+[--archive=docs/results/runs]`: see repertory/results/__init__.py."""
 
 import shlex
 import sys
@@ -10,10 +10,16 @@ from absl import flags
 
 from repertory import rundir
 from repertory import results
+from repertory.results import archive
 
 _OUT = flags.DEFINE_string(
     'out', 'docs/results.md', 'The Markdown page to write; its figures go '
     'to the folder of the same name without .md (docs/results/).')
+_ARCHIVE = flags.DEFINE_string(
+    'archive', None, 'A folder to copy the files the page reads from each '
+    'finished run into (config, counts, results, progress, attempt '
+    'records); the page is then written from that folder, which gathers '
+    'runs over machines and outlives the run directories.')
 
 
 def main(argv: List[str]) -> None:
@@ -21,9 +27,17 @@ def main(argv: List[str]) -> None:
     sys.exit('repertory.results: error: pass run directories or folders '
              'holding them, e.g. python -m repertory.results runs/ '
              '--out=docs/results.md')
+  paths = argv[1:]
   command = shlex.join(['python', '-m', 'repertory.results', *sys.argv[1:]])
   try:
-    written = results.write(argv[1:], _OUT.value, command)
+    if _ARCHIVE.value:
+      results.check_output(_OUT.value)
+      for run, copy in archive.keep(paths, _ARCHIVE.value):
+        print(f'kept {run} as {copy}')
+      paths = [_ARCHIVE.value]  # The page's command rebuilds it from there.
+      command = shlex.join(['python', '-m', 'repertory.results',
+                            _ARCHIVE.value, f'--out={_OUT.value}'])
+    written = results.write(paths, _OUT.value, command)
   except (results.ResultsError, rundir.RunDirError) as e:
     sys.exit(f'repertory.results: error: {e}')
   for path in written:

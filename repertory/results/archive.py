@@ -1,0 +1,102 @@
+"""Keeping what the results page reads from each run, apart from the runs.
+
+A run directory holds checkpoints and replay (hundreds of MB); the page
+reads only its small files: `config.json`, `counts.json`, `results.json`,
+`progress.csv` and each attempt's record. `keep` copies those into a folder
+(for instance one committed beside the page), so the page can be rebuilt
+from that folder alone after the run directories are gone, and runs from
+several machines add up in one place.
+"""
+
+import os
+import shutil
+from typing import Dict, List, Sequence, Tuple
+
+from repertory import plot
+from repertory import rundir
+from repertory.results import runs as runs_lib
+
+# The files of a run directory that the page reads, and of each attempt.
+RUN_FILES = (rundir.CONFIG, rundir.COUNTS, rundir.RESULTS, plot.PROGRESS_FILE)
+ATTEMPT_FILES = (rundir.ATTEMPT, rundir.CONFIG, rundir.RESULTS)
+
+
+def keep(paths: Sequence[str], folder: str) -> List[Tuple[str, str]]:
+  """Copies the page's files of each finished run under `paths` into
+  `folder`; returns (run directory, its copy) for each one copied.
+
+  A run keeps its path below the argument it was found under (a run
+  directory given itself keeps its name). A copy already in `folder` is
+  brought up to date when it is the same run (the same first attempt),
+  resumed or extended since. Raises `ResultsError`, before copying
+  anything, when two runs would share a name or a copy in `folder` is of
+  another run.
+  """
+  finished, _ = runs_lib.find_runs(paths)
+  plan: Dict[str, str] = {}
+  for path in finished:
+    if _inside(path, folder):
+      continue  # Already kept.
+    target = os.path.join(folder, _name(path, paths))
+    if target in plan:
+      raise runs_lib.ResultsError(
+          f'{plan[target]} and {path} would both be kept as {target}; pass '
+          'their folders separately or rename one.')
+    plan[target] = path
+    if os.path.exists(target) and _first_start(target) != _first_start(path):
+      raise runs_lib.ResultsError(
+          f'{target} holds another run than {path} (its first attempt '
+          'started at another time); remove it or rename the run directory.')
+  for target, path in sorted(plan.items()):
+    _copy_run(path, target)
+  return [(path, target) for target, path in sorted(plan.items())]
+
+
+def _name(path: str, paths: Sequence[str]) -> str:
+  """`path` relative to the argument it was found under."""
+  for given in paths:
+    given = os.path.normpath(given)
+    if path == given:
+      return os.path.basename(os.path.abspath(path))
+    if _inside(path, given):
+      return os.path.relpath(path, given)
+  raise AssertionError(f'{path} is under none of {paths}')
+
+
+def _inside(path: str, folder: str) -> bool:
+  folder = os.path.abspath(folder) + os.sep
+  return os.path.abspath(path).startswith(folder)
+
+
+def _first_start(logdir: str) -> object:
+  numbers = rundir.attempts(logdir)
+  if not numbers:
+    return None
+  record = rundir.read_json(os.path.join(
+      logdir, rundir.ATTEMPTS, str(numbers[0]), rundir.ATTEMPT))
+  return record.get('started')
+
+
+def _copy_run(source: str, target: str) -> None:
+  """Writes the copy beside `target`, then swaps it in."""
+  fresh = target + '.new'
+  shutil.rmtree(fresh, ignore_errors=True)
+  os.makedirs(fresh)
+  for name in RUN_FILES:
+    if os.path.exists(os.path.join(source, name)):
+      shutil.copyfile(os.path.join(source, name), os.path.join(fresh, name))
+  for number in rundir.attempts(source):
+    attempt = os.path.join(rundir.ATTEMPTS, str(number))
+    os.makedirs(os.path.join(fresh, attempt))
+    for name in ATTEMPT_FILES:
+      if os.path.exists(os.path.join(source, attempt, name)):
+        shutil.copyfile(os.path.join(source, attempt, name),
+                        os.path.join(fresh, attempt, name))
+  if os.path.exists(target):
+    old = target + '.old'
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(target, old)
+    os.replace(fresh, target)
+    shutil.rmtree(old)
+  else:
+    os.replace(fresh, target)
