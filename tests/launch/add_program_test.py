@@ -70,3 +70,27 @@ def test_a_placed_program_is_refused():
   part.share_process('store', 'producer')
   with pytest.raises(ValueError, match='was placed'):
     launch.Program('main').add_program(part)
+
+
+def test_a_colocated_nodes_handle_joins_with_its_colocation():
+  # The store runs in a thread colocation (as SEED's inference servers run
+  # beside its learner); the producer holds the store's own handle.
+  part = launch.Program('part')
+  store_node = launch.CourierNode(Store)
+  with part.group('learner'):
+    [_, store] = part.add_node(launch.MultiThreadingColocation(
+        [launch.CourierNode(Store), store_node]))
+  with part.group('producer'):
+    part.add_node(launch.PyNode(lambda s: s.put('colocated'), store))
+  program = launch.Program('main')
+  program.add_program(part)
+  assert store.node_id is not None
+  launched = launch.launch(program, launch_type='test_mt')
+  try:
+    for _ in range(100):
+      if store.dereference().get():
+        break
+      threading.Event().wait(0.05)
+    assert store.dereference().get() == ['colocated']
+  finally:
+    assert launched.stop(timeout=30)

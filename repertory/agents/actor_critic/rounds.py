@@ -6,7 +6,10 @@ A round of version v is complete when each of `num_actors` actors wrote its
 of version v to the queue. An item of an earlier version is dropped
 (counted in `dropped`; one warning line per round that dropped any), one
 of a later version or an extra one is an error, and a round not complete
-after `round_timeout_s` fails naming the missing actors.
+after `round_timeout_s` fails naming the missing actors. A collector that
+`follow`s its learner's published version moves a round on to a later
+version the learner published meanwhile (a rollback, or a league
+exploiter's restart), dropping the items collected so far.
 Actors wait for the round's version with `wait_for_version`, which never
 blocks one call for long, so a stopping program is noticed.
 """
@@ -53,8 +56,21 @@ class RoundCollector:
     self._timeout_s = round_timeout_s
     self._time_major, self._name = time_major, name
     self._unrolls = None
+    self._published: Optional[Callable[[], int]] = None
     self.dropped = 0  # Unrolls of earlier versions, since the last take.
     self.dropped_total = 0  # ...and since the start.
+
+  def follow(self, published: Callable[[], int]) -> None:
+    """`published()` is the learner's newest version: an item of a later
+    version than the round's is then legitimate up to it (the learner
+    republished), and the round moves on to that version."""
+    self._published = published
+
+  def count_dropped(self, items: int) -> None:
+    """Counts `items` a learner dropped after `collect` (a round made stale
+    by a republish)."""
+    self.dropped += items
+    self.dropped_total += items
 
   def take_dropped(self) -> int:
     """Unrolls of earlier versions dropped since the last call."""
@@ -115,6 +131,13 @@ class RoundCollector:
         self.dropped_total += 1
         dropped[behaviour].append(actor_id)
         continue
+      if behaviour > version and self._published is not None and (
+          behaviour <= self._published()):  # Republished: a new round.
+        for actor, items in per_actor.items():
+          self.count_dropped(len(items))
+          dropped[version].extend([actor] * len(items))
+        per_actor.clear()
+        received, version = 0, behaviour
       if behaviour > version or not 0 <= actor_id < self._num_actors:
         raise PolicyLagError(
             f'{self._name} learner at version {version} received an item of '

@@ -91,8 +91,10 @@ class PPOActor(rollout_actor.RolloutActor):
 
     Raises:
       TimeoutError: naming the version after `round_timeout_s`.
-      RuntimeError: if the learner serves another version than asked for
-        (the rounds are out of step).
+      RuntimeError: if the learner serves an earlier version than asked
+        for (the rounds are out of step). A later one is the learner's
+        republished state (a rollback, a league exploiter's restart): the
+        round is that version's.
     """
     if version is not None and rounds.wait_for_version(
         self._learner, version, stop, self._config.round_timeout_s,
@@ -100,7 +102,10 @@ class PPOActor(rollout_actor.RolloutActor):
       return None
     self._weights.update(wait=True)
     held = self._weights.version
-    if version is not None and held != version:
+    if version is not None and held > version:
+      logging.info('PPO actor %d: the learner republished; round %d is '
+                   'version %d\'s.', self._actor_id, version, held)
+    elif version is not None and held != version:
       raise RuntimeError(
           f'PPO actor {self._actor_id} waited for version {version} but the '
           f'learner serves {held}: the synchronous rounds are out of step.')

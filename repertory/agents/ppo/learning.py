@@ -17,6 +17,7 @@ its advantage is made exactly 0, so GAE does not leak across the reset.
 
 from typing import Any, Dict, Optional
 
+from absl import logging
 import dm_env
 import numpy as np
 import tensorflow as tf
@@ -161,8 +162,14 @@ class PPO(learners.Algorithm):
   def step(self, version: int, batch: Dict[str, np.ndarray]
            ) -> Optional[learners.Update]:
     lags = version - batch['policy_version']                      # [B]
-    # The synchronous guarantee: nothing but version v enters the update.
-    assert np.all(lags == 0), f'policy lag in a PPO batch: {lags}'
+    # The synchronous guarantee: nothing but version v enters the update. A
+    # round the learner republished after (a rollback, a restart) is stale.
+    if np.any(lags != 0):
+      self._collector.count_dropped(lags.size)
+      logging.warning('PPO learner dropped the round of version %d: it now '
+                      'serves version %d.', int(batch['policy_version'][0]),
+                      version)
+      return None
     metrics = self.train_on_round(batch)
     self.rounds += 1
     metrics.update({'rounds': self.rounds,
@@ -187,6 +194,8 @@ def make_learner(config: config_lib.Config, spec: Any, replay: Any,
   algorithm = PPO(config, spec, collector,
                   config.steps_per_round(num_actors, envs_per_actor),
                   anneal_steps=anneal_steps, seed=seed)
-  return learners.LearnerHost.in_logdir(
+  host = learners.LearnerHost.in_logdir(
       algorithm, logdir, counter=counter, checkpoint=checkpoint,
       one_version_per_step=True, count_every_seconds=0.0)
+  collector.follow(lambda: host.version)
+  return host

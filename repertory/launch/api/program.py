@@ -180,7 +180,8 @@ class Program:
                                for n in nodes):
       raise ValueError(f'Program {other.name!r} was placed (processes '
                        'shared); add its nodes before placing it.')
-    kept = {id(n.create_handle()) for n in nodes}
+    kept = {id(sub.create_handle()) for n in nodes  # Colocated nodes too.
+            for sub in [n, *getattr(n, 'nodes', [])]}
     for node in nodes:
       for handle in _handles_in(node.arguments()):
         if id(handle) not in kept and handle._program_id == other.program_id:  # pylint: disable=protected-access

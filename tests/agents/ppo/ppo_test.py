@@ -142,3 +142,29 @@ def test_learns_catch_local_mt(tmp_path):
   assert results['eval_return_mean'] >= 0.9
   assert results['policy_lag_mean'] == 0
   assert np.isfinite(results['actor_steps_per_second'])
+
+
+def test_a_republished_version_replaces_the_round_in_flight(
+    queue_server, tmp_path, caplog):
+  # A rollback here; a league exploiter's restart republishes alike.
+  config, client = queue_server
+  learner = learning.make_learner(config, CATCH, client, acting.QUEUE,
+                                  num_actors=1, envs_per_actor=2,
+                                  logdir=str(tmp_path))
+  actor = _actor(0, config, client, learner)
+  actor.collect_round(actor.wait_for_round(None))
+  assert learner.step()['learner/version'] == 1
+  actor.collect_round(actor.wait_for_round(1))
+  round_one = learner.algorithm.fetch(1)
+  assert learner.rollback() == 2  # Before round 1's update: it is stale.
+  assert learner.update(*round_one) is None
+  assert 'dropped the round of version 1: it now serves version 2' in (
+      caplog.text)
+  assert learner.rollback() == 3
+  assert actor.wait_for_round(2) == 3  # The actor asked for 2: it gets 3.
+  actor.collect_round(3)
+  batch, = learner.algorithm.fetch(2)  # A round of 2 moves on to 3.
+  assert set(batch['policy_version']) == {3}
+  metrics = learner.update(batch)
+  assert metrics['charts/policy_lag_max'] == 0
+  assert metrics['learner/version'] == 4
