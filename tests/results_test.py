@@ -19,6 +19,7 @@ from repertory import experiment
 from repertory import results
 from repertory import rundir
 from repertory.components import loggers
+from repertory.results import archive as archive_lib
 from repertory.results import page
 from repertory.results import runs as runs_lib
 
@@ -231,6 +232,8 @@ def _generate_kept(paths, archive, out):
 def test_the_archive_alone_rebuilds_the_page(tmp_path):
   _write_seeds(tmp_path / 'runs' / 'impala-catch')
   os.makedirs(tmp_path / 'runs' / 'impala-catch' / 'seed0' / 'checkpoints')
+  (tmp_path / 'runs' / 'impala-catch' / 'seed0' / 'episodes.csv').write_text(
+      'episode,return\n')  # Not read for catch: not kept.
   archive = tmp_path / 'docs' / 'results' / 'runs'
   out = tmp_path / 'docs' / 'results.md'
   kept = _generate_kept([tmp_path / 'runs'], archive, out)
@@ -283,3 +286,13 @@ def test_keeping_again_updates_a_run_and_refuses_another(tmp_path):
                   'another time); remove it or rename the run directory.')
   assert (archive / 'seed0' / 'attempts' / '1' / 'attempt.json').read_text(
       ) == before
+
+
+def test_a_bsuite_run_keeps_the_episodes_its_score_reads(tmp_path):
+  run = _write_run(tmp_path / 'runs' / 'memory_len-0',
+                   env='bsuite:memory_len/0')
+  with open(os.path.join(run, 'episodes.csv'), 'w') as f:
+    f.write('episode,return\n')
+  kept = archive_lib.keep([str(tmp_path / 'runs')], str(tmp_path / 'kept'))
+  assert kept == [(run, str(tmp_path / 'kept' / 'memory_len-0'))]
+  assert (tmp_path / 'kept' / 'memory_len-0' / 'episodes.csv').exists()

@@ -2,7 +2,8 @@
 
 A run directory holds checkpoints and replay (hundreds of MB); the page
 reads only its small files: `config.json`, `counts.json`, `results.json`,
-`progress.csv` and each attempt's record. `keep` copies those into a folder
+`progress.csv`, each attempt's record, and for bsuite's experiments the
+`episodes.csv` its score is computed from. `keep` copies those into a folder
 (for instance one committed beside the page), so the page can be rebuilt
 from that folder alone after the run directories are gone, and runs from
 several machines add up in one place.
@@ -14,6 +15,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from repertory import plot
 from repertory import rundir
+from repertory.results import bsuite
 from repertory.results import runs as runs_lib
 
 # The files of a run directory that the page reads, and of each attempt.
@@ -82,7 +84,10 @@ def _copy_run(source: str, target: str) -> None:
   fresh = target + '.new'
   shutil.rmtree(fresh, ignore_errors=True)
   os.makedirs(fresh)
-  for name in RUN_FILES:
+  env = rundir.check_run_files(source)['experiment'].get('env')
+  names = RUN_FILES + ((bsuite.EPISODES_FILE,) if bsuite.bsuite_id(env)
+                       else ())
+  for name in names:
     if os.path.exists(os.path.join(source, name)):
       shutil.copyfile(os.path.join(source, name), os.path.join(fresh, name))
   for number in rundir.attempts(source):
