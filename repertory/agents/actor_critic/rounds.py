@@ -137,7 +137,7 @@ class RoundCollector:
           self.count_dropped(len(items))
           dropped[version].extend([actor] * len(items))
         per_actor.clear()
-        received, version = 0, behaviour
+        received, version, start = 0, behaviour, time.monotonic()
       if behaviour > version or not 0 <= actor_id < self._num_actors:
         raise PolicyLagError(
             f'{self._name} learner at version {version} received an item of '
