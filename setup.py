@@ -48,7 +48,7 @@ EXTRAS_REQUIRE = {
     'games': ['open-spiel==2.0.2', 'pettingzoo==1.27.0', 'pygame==2.6.1'],
     # Side-by-side benchmarks only (benchmarks/sb3_side_by_side.py); never
     # imported by repertory.
-    # py-spy: benchmarks/actor_profile.py samples actors' stacks.
+    # py-spy: benchmarks/actor_profile.py and cpu_breakdown.py sample stacks.
     'bench': ['stable-baselines3==2.9.2', 'py-spy==0.4.3'],
     # Sweeps on a Ray cluster (repertory.sweep); pyarrow 19+ needs NumPy 2.
     'tune': ['ray[tune]==2.60.0', 'pyarrow<19'],
