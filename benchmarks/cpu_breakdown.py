@@ -30,8 +30,9 @@ In the window:
 
 Each run starts once the one-minute load average is below `--max_load`.
 The table has a row per part and a column per run: CPU microseconds per
-environment step, then the total, env steps/s, and the load average at the
-window's start. py-spy's own CPU is not in it, but it shares the cores:
+environment step, then the total, env steps/s, and the one-minute load
+average when the command started and when the window opened (the run's own
+start-up raises it). py-spy's own CPU is not in it, but it shares the cores:
 steps/s in the window are lower than without it.
 
 Needs `py-spy` (the `bench` extra): `pip install 'repertory[bench]'`.
@@ -196,6 +197,7 @@ def measure(runner: str) -> Dict[str, Any]:
   """One run's window (see the module docstring)."""
   while os.getloadavg()[0] >= _MAX_LOAD.value:  # The last run's tail.
     time.sleep(5)
+  load_at_start = open('/proc/loadavg').read().split()[:3]
   logdir = tempfile.mkdtemp(prefix=f'breakdown_{runner}_')
   command = sb3_side_by_side.repertory_command(runner, 0, logdir)
   command = [a for a in command if not a.startswith('--max_actor_steps=')]
@@ -260,6 +262,7 @@ def measure(runner: str) -> Dict[str, Any]:
   cpu = {pid: end[pid] - start[pid] for pid in start
          if start[pid] is not None and end.get(pid) is not None}
   return {'runner': runner, 'command': command, 'load_average': load,
+          'load_at_start': load_at_start,
           'window_seconds': seconds,
           'env_steps': float(last['actor_steps']) - float(
               first['actor_steps']),
@@ -310,8 +313,9 @@ def table(runs: List[Dict[str, Any]]) -> str:
       f'**{sum(r.values()):.1f}**' for r in by_run) + ' |')
   lines.append('| env steps/s in the window | ' + ' | '.join(
       f"{r['env_steps'] / r['window_seconds']:,.0f}" for r in runs) + ' |')
-  lines.append('| load average at its start | ' + ' | '.join(
-      r['load_average'][0] for r in runs) + ' |')
+  lines.append('| load average at the command / the window | ' + ' | '.join(
+      f"{r.get('load_at_start', ['-'])[0]} / {r['load_average'][0]}"
+      for r in runs) + ' |')
   return '\n'.join(lines)
 
 
