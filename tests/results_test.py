@@ -219,7 +219,9 @@ def test_a_real_run_gives_its_command_and_machine(tmp_path):
   assert row[6] == f'{final["actor_steps"]:,}'
   assert 'python -m repertory.run ' + ' '.join(command) + '\n' in text
   seed_row = next(l for l in text.split('\n') if l.startswith('| 3 |'))
-  assert seed_row.split('|')[-2].strip().startswith(f'{os.cpu_count()}, ')
+  machine = seed_row.split('|')[-2].strip()
+  assert machine.startswith(f'{os.cpu_count()}, ')
+  assert machine.endswith(f'; {rundir.processor()}')
 
 
 def _generate_kept(paths, archive, out):

@@ -10,8 +10,8 @@ evaluation and the training return (mean and 95% Student-t interval over
 seeds), frames, wall time, and a published reference where one is known
 (`runs.MINATAR_REFERENCES`). Per task, one figure of learning curves
 (`<out without .md>/<task>.png`: seeds, their mean and range, the
-reference); per agent, each seed's figures, the machine's cores and load
-when it started, and the exact command of each attempt
+reference); per agent, each seed's figures, the machine's cores, load
+and processor when it started, and the exact command of each attempt
 (`attempts/<n>/attempt.json`).
 
 The same run directories give the same page and figures, byte for byte:

@@ -32,8 +32,8 @@ environment and settings, over their seeds (`--seed`). Columns:
   the mean over seeds.
 - **wall time**: seconds from the start of each run (its flags checked) to its
   end, summed over its attempts (`attempts/<n>/attempt.json`), the mean over
-  seeds; the machine's cores and load average when each run started are in
-  its task's section.
+  seeds; the machine's cores, load average and processor when each run
+  started are in its task's section.
 """
 
 
@@ -129,13 +129,17 @@ def _section(group: runs_lib.Group, anchor_id: str) -> List[str]:
   lines = ['', f'<a id="{anchor_id}"></a>', '',
            f'### {group.name} on `{group.env}`', '',
            '| seed | run directory | final evaluation | training return '
-           '| frames | wall time (s) | started | cores, load average |',
+           '| frames | wall time (s) | started | cores, load average; '
+           'processor |',
            '|---|---|---|---|---|---|---|---|']
   for run in group.runs:
     first = run.attempts[0] if run.attempts else {}
     load = first.get('load_average')
     machine = (f'{first.get("cpus", "—")}, {load[0]:.2f}'
                if isinstance(load, list) and load else '—')
+    if first.get('processor'):  # Machines of one kind differ in it.
+      machine += f'; {first["processor"]}'
+
     wall = run.wall_seconds
     steps = run.results.get('actor_steps')
     lines.append(' | '.join([

@@ -40,6 +40,7 @@ from repertory.rundir.attempts import attempts
 from repertory.rundir.attempts import check_budget
 from repertory.rundir.attempts import command_line
 from repertory.rundir.attempts import finished
+from repertory.rundir.attempts import processor
 from repertory.rundir.attempts import start_attempt
 from repertory.rundir.compat import check_resume
 from repertory.rundir.compat import config_differences
@@ -65,7 +66,8 @@ __all__ = [
     'RESULTS', 'RESUMABLE_CHANGES', 'RUN_FILES', 'RunDirError', 'attempts',
     'check_budget', 'check_resume', 'command_line', 'check_run_files',
     'check_writable', 'config_differences', 'default_config', 'finished',
-    'oversubscription', 'preflight', 'preflight_run', 'read_counts', 'read_json',
+    'oversubscription', 'preflight', 'preflight_run', 'processor', 'read_counts',
+    'read_json',
     'resumed_at', 'saved_config', 'saved_counts', 'start_attempt',
 ]
 # More actor processes than this many per core make little progress.

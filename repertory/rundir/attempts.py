@@ -127,12 +127,25 @@ def start_attempt(logdir: str, saved: Mapping[str, Any],
       'started': files.now(),
       'argv': list(sys.argv if argv is None else argv),
       'cpus': os.cpu_count(),
+      'processor': processor(),
       'load_average': [round(x, 2) for x in os.getloadavg()],
       'status': 'running (or killed)',
       'counts_at_start': _counts_or_none(logdir),
   })
   files.write_json(os.path.join(logdir, files.CONFIG), saved)
   return attempt
+
+
+def processor() -> Optional[str]:
+  """The machine's processor model (Linux's /proc/cpuinfo), if known."""
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          return line.partition(':')[2].strip() or None
+  except OSError:
+    pass
+  return None
 
 
 def command_line(argv: Sequence[str]) -> str:
