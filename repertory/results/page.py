@@ -139,7 +139,6 @@ def _section(group: runs_lib.Group, anchor_id: str) -> List[str]:
                if isinstance(load, list) and load else '—')
     if first.get('processor'):  # Machines of one kind differ in it.
       machine += f'; {first["processor"]}'
-
     wall = run.wall_seconds
     steps = run.results.get('actor_steps')
     lines.append(' | '.join([
