@@ -233,3 +233,18 @@ def test_run_warns_about_too_many_actors_before_anything_starts(tmp_path):
   assert '--envs_per_actor=' in lines[0]
   assert lines[1].startswith('repertory.run: error: ') and len(lines) == 2
   assert sorted(os.listdir(logdir)) == ['config.json']
+
+
+def test_processor_names_the_model_with_its_family_and_number(tmp_path):
+  cpuinfo = tmp_path / 'cpuinfo'
+  cpuinfo.write_text(
+      'processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\n'
+      'model\t\t: 2\nmodel name\t: AMD EPYC\n\n'
+      'processor\t: 1\ncpu family\t: 25\nmodel\t\t: 1\n'
+      'model name\t: Another\n\n')
+  assert rundir.processor(str(cpuinfo)) == 'AMD EPYC (family 26, model 2)'
+  cpuinfo.write_text('processor\t: 0\nmodel name\t: Some CPU\n')
+  assert rundir.processor(str(cpuinfo)) == 'Some CPU'
+  cpuinfo.write_text('processor\t: 0\nBogoMIPS\t: 100\n')
+  assert rundir.processor(str(cpuinfo)) is None
+  assert rundir.processor(str(tmp_path / 'missing')) is None

@@ -136,16 +136,27 @@ def start_attempt(logdir: str, saved: Mapping[str, Any],
   return attempt
 
 
-def processor() -> Optional[str]:
-  """The machine's processor model (Linux's /proc/cpuinfo), if known."""
+def processor(cpuinfo: str = '/proc/cpuinfo') -> Optional[str]:
+  """The machine's processor model (Linux's /proc/cpuinfo), if known, with
+  its family and model numbers (a virtual machine's name alone, such as
+  "AMD EPYC", does not tell its generations apart)."""
+  fields: Dict[str, str] = {}
   try:
-    with open('/proc/cpuinfo') as f:
+    with open(cpuinfo) as f:
       for line in f:
-        if line.startswith('model name'):
-          return line.partition(':')[2].strip() or None
+        key, _, value = line.partition(':')
+        key = key.strip()
+        if not key:
+          break  # The first processor's block ends.
+        fields.setdefault(key, value.strip())
   except OSError:
-    pass
-  return None
+    return None
+  name = fields.get('model name')
+  if not name:
+    return None
+  if 'cpu family' in fields and 'model' in fields:
+    name += f" (family {fields['cpu family']}, model {fields['model']})"
+  return name
 
 
 def command_line(argv: Sequence[str]) -> str:
