@@ -158,6 +158,14 @@ async function main() {
   const returns = [];
   const latencies = [];
   let interrupted = 0;
+  // Settles once --episodes are played: episodes still waiting for the
+  // service's first action (it has fewer environments than --concurrent)
+  // are then let go instead of waiting out --seconds.
+  const ENOUGH = new Error('--episodes were played');
+  let markEnough;
+  const enough = new Promise((resolve) => { markEnough = resolve; });
+  const enoughRejects = enough.then(() => { throw ENOUGH; });
+  enoughRejects.catch(() => {});
   let nextId = 1;
   const started = Date.now();
   const encode = (board) => ({data: Buffer.from(board.buffer)});
@@ -177,7 +185,8 @@ async function main() {
       let total = 0;
       try {
         let t = process.hrtime.bigint();
-        const step = (message) => before(s.step(message), deadline + GRACE_MS);
+        const step = (message) => Promise.race(
+            [before(s.step(message), deadline + GRACE_MS), enoughRejects]);
         let answer = await step({episode_id: id,
                                  observation: encode(game.reset())});
         latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -195,7 +204,9 @@ async function main() {
           if (terminal) break;
         }
         returns.push(total);
+        if (args.episodes && returns.length >= args.episodes) markEnough();
       } catch (error) {
+        if (error === ENOUGH) break;
         if (error.code === grpc.status.UNAUTHENTICATED ||
             error.code === grpc.status.FAILED_PRECONDITION ||
             error.code === grpc.status.INVALID_ARGUMENT) {

@@ -11,6 +11,7 @@ by hand (no agent) against the service node and real client processes.
 """
 
 import threading
+import time
 
 import dm_env
 import grpc
@@ -95,21 +96,35 @@ def test_client_episodes_arrive_as_timesteps_and_actions_reach_the_game(
       assert timestep.observation.sum() == 2.0  # A ball and a paddle.
 
 
-def test_more_episodes_than_environments_wait_for_an_idle_one(tmp_path,
-                                                              clients):
+@pytest.mark.parametrize('language', ['python', 'node'])
+def test_more_episodes_than_environments_wait_for_an_idle_one(
+    tmp_path, clients, language):
+  """Three concurrent episodes on one environment: they take turns, and
+  the client ends right after its sixth episode (the ones still waiting
+  for the environment are let go, not waited out)."""
+  if language == 'node':
+    clients.require_node()
   node, factory, address_file = _node(tmp_path)
   env = factory()
   try:
-    client = clients.python_client(address_file, TOKEN, '--threads=3',
+    if language == 'python':
+      client = clients.python_client(address_file, TOKEN, '--threads=3',
+                                     '--episodes=6', '--seconds=120')
+    else:
+      client = clients.node_client(address_file, TOKEN, '--concurrent=3',
                                    '--episodes=6', '--seconds=120')
     played = _play(env, 6)
+    last_episode_played = time.monotonic()
     result = clients.summary(client)
+    ended_after = time.monotonic() - last_episode_played
     assert node.stats()['attached'] == 1
   finally:
     env.close()
     node.close()
-  assert result['episodes'] >= 6
+  assert result['episodes'] == 6
   assert all(len(steps) == 10 for steps in played)
+  assert ended_after < 20, (
+      f'the client ended {ended_after:.1f} s after its last episode')
 
 
 def test_a_lost_service_truncates_the_episode_and_the_environment_reattaches(

@@ -64,6 +64,9 @@ class Stats:
     self.interrupted = 0
     self.server_ids: List[str] = []
     self.episodes_at_connect = 0
+    # Set once the episodes asked for are played: the threads still waiting
+    # for an episode the service has not started are then let go.
+    self.enough = threading.Event()
 
   def summary(self, client: client_lib.Client, seconds: float) -> dict:
     latencies = np.asarray(self.latencies) * 1000.0
@@ -99,15 +102,21 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
     return min(client.step_timeout_s,
                max(deadline - time.monotonic(), 0.0) + GRACE_S)
 
-  while time.monotonic() < deadline:
+  def enough() -> bool:
     with stats.lock:
-      if max_episodes and len(stats.returns) >= max_episodes:
-        return
-      if (until_connects and client.num_connects >= until_connects and
-          len(stats.returns) - stats.episodes_at_connect >= episodes_after):
-        return
+      return bool(
+          (max_episodes and len(stats.returns) >= max_episodes) or
+          (until_connects and client.num_connects >= until_connects and
+           len(stats.returns) - stats.episodes_at_connect >= episodes_after))
+
+  while time.monotonic() < deadline and not stats.enough.is_set():
+    if enough():
+      stats.enough.set()
+      return
     try:
       episode = client.episode(timeout_s=deadline - time.monotonic())
+      if stats.enough.is_set():
+        return
       with stats.lock:
         if client.server_id not in stats.server_ids:
           stats.server_ids.append(client.server_id)
@@ -142,6 +151,8 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
           action = episode.step(observation, reward, timeout_s=left())
         latency.append(time.perf_counter() - start)
     except client_lib.SessionLost as e:
+      if stats.enough.is_set():
+        return  # Let go at the end (see `Stats.enough`).
       with stats.lock:
         stats.interrupted += 1
       print(f'episode interrupted ({e}); starting a new one', file=sys.stderr,
@@ -218,6 +229,12 @@ def main(argv=None) -> None:
              for i in range(args.threads)]
   for thread in threads:
     thread.start()
+  while any(thread.is_alive() for thread in threads):
+    if stats.enough.wait(timeout=0.2):
+      # Threads waiting on an episode the service never started (it has
+      # fewer environments than --threads) see their session end.
+      client.close()
+      break
   for thread in threads:
     thread.join()
   if args.latency_file:
