@@ -300,3 +300,25 @@ def test_a_bsuite_run_keeps_the_episodes_its_score_reads(tmp_path):
   kept = archive_lib.keep([str(tmp_path / 'runs')], str(tmp_path / 'kept'))
   assert kept == [(run, str(tmp_path / 'kept' / 'memory_len-0'))]
   assert (tmp_path / 'kept' / 'memory_len-0' / 'episodes.csv').exists()
+
+
+def test_kept_records_name_paths_relative_to_the_working_directory(
+    tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  run = _write_run(tmp_path / 'runs' / 'seed0')
+  config = rundir.read_json(os.path.join(run, 'config.json'))
+  config['experiment']['logdir'] = str(tmp_path / 'runs' / 'seed0')
+  config['experiment']['elsewhere'] = '/elsewhere/runs/seed0'
+  rundir.write_json(os.path.join(run, 'config.json'), config)
+  archive_lib.keep(['runs'], 'kept')
+  kept = rundir.read_json(str(tmp_path / 'kept' / 'seed0' / 'config.json'))
+  assert kept['experiment']['logdir'] == os.path.join('runs', 'seed0')
+  assert kept['experiment']['elsewhere'] == '/elsewhere/runs/seed0'
+  assert kept['agent'] == config['agent']
+  (number,) = rundir.attempts(run)
+  attempt = tmp_path / 'kept' / 'seed0' / 'attempts' / str(number)
+  assert rundir.read_json(str(attempt / 'config.json'))['experiment'][
+      'logdir'] == os.path.join('runs', 'seed0')
+  # The program's path is outside the working directory here: kept as is.
+  assert rundir.read_json(str(attempt / 'attempt.json'))['argv'][0] == (
+      os.path.join(REPO, 'repertory', 'run.py'))

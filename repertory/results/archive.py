@@ -11,7 +11,7 @@ several machines add up in one place.
 
 import os
 import shutil
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from repertory import plot
 from repertory import rundir
@@ -21,6 +21,8 @@ from repertory.results import runs as runs_lib
 # The files of a run directory that the page reads, and of each attempt.
 RUN_FILES = (rundir.CONFIG, rundir.COUNTS, rundir.RESULTS, plot.PROGRESS_FILE)
 ATTEMPT_FILES = (rundir.ATTEMPT, rundir.CONFIG, rundir.RESULTS)
+# Records whose absolute paths are made relative to the working directory.
+PATH_RECORDS = (rundir.CONFIG, rundir.ATTEMPT)
 
 
 def keep(paths: Sequence[str], folder: str) -> List[Tuple[str, str]]:
@@ -89,14 +91,14 @@ def _copy_run(source: str, target: str) -> None:
                        else ())
   for name in names:
     if os.path.exists(os.path.join(source, name)):
-      shutil.copyfile(os.path.join(source, name), os.path.join(fresh, name))
+      _copy_file(os.path.join(source, name), os.path.join(fresh, name))
   for number in rundir.attempts(source):
     attempt = os.path.join(rundir.ATTEMPTS, str(number))
     os.makedirs(os.path.join(fresh, attempt))
     for name in ATTEMPT_FILES:
       if os.path.exists(os.path.join(source, attempt, name)):
-        shutil.copyfile(os.path.join(source, attempt, name),
-                        os.path.join(fresh, attempt, name))
+        _copy_file(os.path.join(source, attempt, name),
+                   os.path.join(fresh, attempt, name))
   if os.path.exists(target):
     old = target + '.old'
     shutil.rmtree(old, ignore_errors=True)
@@ -105,3 +107,24 @@ def _copy_run(source: str, target: str) -> None:
     shutil.rmtree(old)
   else:
     os.replace(fresh, target)
+
+
+def _copy_file(source: str, target: str) -> None:
+  if os.path.basename(source) not in PATH_RECORDS:
+    shutil.copyfile(source, target)
+    return
+  rundir.write_json(target, relative_paths(rundir.read_json(source),
+                                           os.getcwd()))
+
+
+def relative_paths(value: Any, root: str) -> Any:
+  """`value` (parsed JSON) with every string that is an absolute path under
+  `root` made relative to it."""
+  if isinstance(value, dict):
+    return {key: relative_paths(item, root) for key, item in value.items()}
+  if isinstance(value, list):
+    return [relative_paths(item, root) for item in value]
+  if isinstance(value, str) and value.startswith(
+      os.path.join(os.path.abspath(root), '')):
+    return os.path.relpath(value, root)
+  return value

@@ -60,6 +60,7 @@ from repertory.rundir.files import resumed_at
 from repertory.rundir.files import RUN_FILES
 from repertory.rundir.files import RunDirError
 from repertory.rundir.files import saved_counts
+from repertory.rundir.files import write_json
 
 __all__ = [
     'ATTEMPT', 'ATTEMPTS', 'Attempt', 'CHECKPOINTS', 'CONFIG', 'COUNTS',
@@ -69,6 +70,7 @@ __all__ = [
     'oversubscription', 'preflight', 'preflight_run', 'processor', 'read_counts',
     'read_json',
     'resumed_at', 'saved_config', 'saved_counts', 'start_attempt',
+    'write_json',
 ]
 # More actor processes than this many per core make little progress.
 ACTORS_PER_CORE = 4
