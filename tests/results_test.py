@@ -322,3 +322,19 @@ def test_kept_records_name_paths_relative_to_the_working_directory(
   # The program's path is outside the working directory here: kept as is.
   assert rundir.read_json(str(attempt / 'attempt.json'))['argv'][0] == (
       os.path.join(REPO, 'repertory', 'run.py'))
+
+
+def test_the_committed_page_is_what_its_kept_records_give(tmp_path):
+  """docs/results.md is regenerated from docs/results/runs alone, as its
+  header says."""
+  committed = os.path.join(REPO, 'docs', 'results.md')
+  out = tmp_path / 'results.md'
+  again = subprocess.run(
+      [sys.executable, '-m', 'repertory.results',
+       os.path.join('docs', 'results', 'runs'), f'--out={out}'],
+      capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
+  assert again.returncode == 0, again.stderr
+  with open(committed) as f:
+    expected = f.read().replace(
+        f'--out={os.path.join("docs", "results.md")}', f'--out={out}')
+  assert out.read_text() == expected
