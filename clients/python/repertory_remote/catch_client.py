@@ -102,7 +102,7 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
     return min(client.step_timeout_s,
                max(deadline - time.monotonic(), 0.0) + GRACE_S)
 
-  def enough() -> bool:
+  def played_enough() -> bool:
     with stats.lock:
       return bool(
           (max_episodes and len(stats.returns) >= max_episodes) or
@@ -110,7 +110,7 @@ def play(client: client_lib.Client, game: Catch, stats: Stats,
            len(stats.returns) - stats.episodes_at_connect >= episodes_after))
 
   while time.monotonic() < deadline and not stats.enough.is_set():
-    if enough():
+    if played_enough():
       stats.enough.set()
       return
     try:
