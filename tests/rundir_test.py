@@ -248,3 +248,20 @@ def test_processor_names_the_model_with_its_family_and_number(tmp_path):
   cpuinfo.write_text('processor\t: 0\nBogoMIPS\t: 100\n')
   assert rundir.processor(str(cpuinfo)) is None
   assert rundir.processor(str(tmp_path / 'missing')) is None
+
+
+def test_an_attempt_keeps_the_thread_settings_it_ran_with(tmp_path,
+                                                          monkeypatch):
+  monkeypatch.setenv('TF_NUM_INTRAOP_THREADS', '1')
+  monkeypatch.delenv('TF_NUM_INTEROP_THREADS', raising=False)
+  monkeypatch.setenv('UNRELATED_SETTING', 'x')
+  logdir = str(tmp_path / 'run')
+  attempt = rundir.start_attempt(logdir, {'agent': 'impala'},
+                                 argv=['repertory/run.py', '--seed=1'])
+  with open(os.path.join(attempt.directory, 'attempt.json')) as f:
+    record = json.load(f)
+  assert record['environment'] == {'TF_NUM_INTRAOP_THREADS': '1'}
+  assert rundir.command_line(record['argv'], record['environment']) == (
+      'TF_NUM_INTRAOP_THREADS=1 python -m repertory.run --seed=1')
+  assert rundir.command_line(['repertory/run.py', '--seed=1']) == (
+      'python -m repertory.run --seed=1')

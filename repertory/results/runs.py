@@ -59,8 +59,8 @@ class Run:
   @property
   def commands(self) -> List[str]:
     """The command line of each attempt (several if it was resumed)."""
-    return [rundir.command_line(a['argv']) for a in self.attempts
-            if a.get('argv')]
+    return [rundir.command_line(a['argv'], a.get('environment'))
+            for a in self.attempts if a.get('argv')]
 
   @property
   def wall_seconds(self) -> Optional[float]:

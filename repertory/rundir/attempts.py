@@ -113,6 +113,12 @@ class Attempt:
     return results
 
 
+# Variables that change how fast a run goes (not what it computes): kept
+# with the attempt and put before its command line.
+RECORDED_ENVIRONMENT = ('TF_NUM_INTRAOP_THREADS', 'TF_NUM_INTEROP_THREADS',
+                        'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')
+
+
 def start_attempt(logdir: str, saved: Mapping[str, Any],
                   argv: Optional[List[str]] = None) -> Attempt:
   """Records a new attempt and writes `config.json`; call after `preflight`."""
@@ -126,6 +132,8 @@ def start_attempt(logdir: str, saved: Mapping[str, Any],
       'attempt': number,
       'started': files.now(),
       'argv': list(sys.argv if argv is None else argv),
+      'environment': {name: os.environ[name] for name in RECORDED_ENVIRONMENT
+                      if name in os.environ},
       'cpus': os.cpu_count(),
       'processor': processor(),
       'load_average': [round(x, 2) for x in os.getloadavg()],
@@ -159,16 +167,20 @@ def processor(cpuinfo: str = '/proc/cpuinfo') -> Optional[str]:
   return name
 
 
-def command_line(argv: Sequence[str]) -> str:
+def command_line(argv: Sequence[str],
+                 environment: Optional[Mapping[str, str]] = None) -> str:
   """The shell command of a recorded `argv` (`attempt.json`'s): `python -m
   repertory.run ...` when `argv[0]` is repertory/run.py (or absent), else
-  `python <script> ...` (a script built on `run.run()`)."""
+  `python <script> ...` (a script built on `run.run()`); after the
+  `environment` variables it was started with (`NAME=value ...`)."""
   main_file = argv[0] if argv else ''
   if not main_file or main_file.endswith(os.path.join('repertory', 'run.py')):
     program = 'python -m repertory.run'
   else:
     program = f'python {shlex.quote(main_file)}'
-  return ' '.join([program, *map(shlex.quote, argv[1:])])
+  variables = [f'{name}={shlex.quote(value)}'
+               for name, value in (environment or {}).items()]
+  return ' '.join([*variables, program, *map(shlex.quote, argv[1:])])
 
 
 def _signature(path: str) -> Optional[Tuple[int, int, int]]:

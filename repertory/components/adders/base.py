@@ -205,6 +205,8 @@ class ReverbAdder(abc.ABC):
     self._max_in_flight_items = max_in_flight_items
     self._flush_timeout_ms = int(flush_timeout_s * 1000)
     self._writer = client.trajectory_writer(num_keep_alive_refs)
+    # Adders with a fixed step layout write through it directly.
+    self._cpp_writer = reverb_lite.cpp_writer(self._writer)
     self._policy_version = VERSION_DTYPE(0)
     self._num_items = 0
     self._history = None
@@ -262,7 +264,7 @@ class ReverbAdder(abc.ABC):
     try:
       self._writer.create_item(self._table, priority, trajectory)
     except Exception as e:  # pylint: disable=broad-except
-      raise _item_error(self, e) from e
+      raise item_error(self, e) from e
     self._num_items += 1
     if flush:
       self._flush(self._max_in_flight_items)
@@ -270,25 +272,17 @@ class ReverbAdder(abc.ABC):
   def _insert_step(self, flat_step: List[Any]) -> None:
     """Appends one step, given as its leaves in `tree.flatten` order of the
     table signature, and inserts it alone as an item with priority 1.0
-    (adders with a `priority_fn` use `_create_item`).
-
-    Reverb's Python `TrajectoryWriter` flattens, orders and re-nests its
-    arguments on every `append` and `create_item` (most of their cost for
-    a few small columns); its C++ writer takes the flat lists directly and
-    checks the item against the table signature the same way.
+    (adders with a `priority_fn` use `_create_item`), through the C++
+    writer (`reverb_lite.cpp_writer`), which checks the item against the
+    table signature as the Python writer does.
     """
-    internal = getattr(self._writer, '_writer', None)
     try:
-      if hasattr(internal, 'CreateItem'):  # Reverb 0.14's C++ writer.
-        references = internal.Append(flat_step)
-        internal.CreateItem(self._table, 1.0, [[r] for r in references],
-                            [True] * len(references))
-      else:
-        self._writer.append(flat_step)
-        self._writer.create_item(
-            self._table, 1.0, [c[-1] for c in self._writer.history])
+      references = self._cpp_writer.Append(flat_step)
+      self._cpp_writer.CreateItem(self._table, 1.0,
+                                  [[r] for r in references],
+                                  [True] * len(references))
     except Exception as e:  # pylint: disable=broad-except
-      raise _item_error(self, e) from e
+      raise item_error(self, e) from e
     self._num_items += 1
 
   def _flush(self, block_until_num_items: int) -> None:
@@ -334,7 +328,7 @@ class ReverbAdder(abc.ABC):
       pass
 
 
-def _item_error(adder, error: Exception) -> ValueError:
+def item_error(adder, error: Exception) -> ValueError:
   return ValueError(
       f'{type(adder).__name__}: could not create an item in table '
       f'{adder.table!r}: {error}\nThe item must match the table signature: '

@@ -49,6 +49,61 @@ def n_step_transition_signature(environment_spec, extras_spec=()):
   }
 
 
+# Each item leaf's writer step (the item's first, last or value step) and
+# the field of that step it reads.
+_FIRST, _LAST, _VALUE = 0, 1, 2
+_ITEM_FIELDS = {
+    'observation': (_FIRST, 'observation'),
+    'action': (_FIRST, 'action'),
+    'reward': (_VALUE, 'n_step_return'),
+    'discount': (_VALUE, 'total_discount'),
+    'next_observation': (_LAST, 'observation'),
+    'extras': (_FIRST, 'extras'),
+    'policy_version': (_FIRST, 'policy_version'),
+    'actor_id': (_FIRST, 'actor_id'),
+}
+
+
+class _Layout:
+  """The writer's columns (a step's leaves in `tree.flatten` order, fixed by
+  the first step) and, for each leaf of an item in `tree.flatten` order of
+  the table signature, its (step, column)."""
+
+  def __init__(self, step: dict):
+    paths = [path for path, _ in tree.flatten_with_path(step)]
+    self.num_columns = len(paths)
+    self._tail_columns = [paths.index((k,)) for k in ('n_step_return',
+                                                      'total_discount')]
+    self.item = [(row, column)
+                 for key in sorted(_ITEM_FIELDS)  # tree.flatten's order.
+                 for row, field in [_ITEM_FIELDS[key]]
+                 for column, path in enumerate(paths) if path[0] == field]
+    self.squeeze = [True] * len(self.item)
+
+  def flatten(self, step: dict) -> list:
+    leaves = tree.flatten(step)
+    if len(leaves) != self.num_columns:
+      raise ValueError(f'{len(leaves)} leaves where the first step had '
+                       f'{self.num_columns}')
+    return leaves
+
+  def flatten_tail(self, values: dict) -> list:
+    """A tail step: only its (R, D) columns."""
+    leaves = [None] * self.num_columns
+    for column, key in zip(self._tail_columns,
+                           ('n_step_return', 'total_discount')):
+      leaves[column] = values[key]
+    return leaves
+
+  @staticmethod
+  def item_values(first, last, value) -> dict:
+    """The item's values (what a `priority_fn` sees) from its three steps'
+    (values, references)."""
+    steps = (first[0], last[0], value[0])
+    return {key: steps[row][field]
+            for key, (row, field) in _ITEM_FIELDS.items()}
+
+
 class NStepTransitionAdder(base.ReverbAdder):
   """Writes n-step transitions, correct at episode ends.
 
@@ -95,7 +150,10 @@ class NStepTransitionAdder(base.ReverbAdder):
     self._transitions = collections.deque(maxlen=n_step)  # (r, d) pairs.
     self._steps = 0  # observations appended this episode.
     self._zero_outputs = None
-    self._rows = 0  # writer steps appended this episode (incl. tail rows).
+    # (values, references) of this episode's newest writer steps (tail rows
+    # included): items reach at most n + 1 steps back.
+    self._rows = collections.deque(maxlen=n_step + 1)
+    self._layout = None  # The step's columns, from the first step.
     self._shapes = (None, None)  # reward and discount shapes, once seen.
 
   def add_first(self, timestep: dm_env.TimeStep) -> None:
@@ -106,7 +164,7 @@ class NStepTransitionAdder(base.ReverbAdder):
     self._observation = timestep.observation
     self._transitions.clear()
     self._steps = 0
-    self._rows = 0
+    self._rows.clear()
 
   def _return(self, transitions):
     """(R, D) over a sequence of (reward, discount) pairs."""
@@ -157,55 +215,55 @@ class NStepTransitionAdder(base.ReverbAdder):
     step['actor_id'] = self._actor_id
     step['n_step_return'] = ret
     step['total_discount'] = disc
+    if self._layout is None:
+      self._layout = _Layout(step)
     try:
-      self._writer.append(step)
+      references = self._cpp_writer.Append(self._layout.flatten(step))
     except ValueError as e:
       raise ValueError(
           f'NStepTransitionAdder: this step does not match the earlier steps '
           f'({e}). Every step must have the same structure, shapes and dtypes '
           '(cast actions to the action spec dtype).') from e
+    self._rows.append((step, references))
     self._steps += 1
-    self._rows += 1
     if full:
       # Item starting n observations back, bootstrapping from this one.
-      self._create_item(self._transition(first=-(self._n + 1), last=-1,
-                                         value=-1))
+      self._write_item(first=-(self._n + 1), last=-1, value=-1)
 
-  def _transition(self, first: int, last: int, value: int):
-    history = self._cached_history()
-    return {
-        'observation': tree.map_structure(lambda c: c[first],
-                                          history['observation']),
-        'action': tree.map_structure(lambda c: c[first], history['action']),
-        'reward': history['n_step_return'][value],
-        'discount': history['total_discount'][value],
-        'next_observation': tree.map_structure(lambda c: c[last],
-                                               history['observation']),
-        'extras': tree.map_structure(lambda c: c[first],
-                                     history.get('extras', ())),
-        'policy_version': history['policy_version'][first],
-        'actor_id': history['actor_id'][first],
-    }
+  def _write_item(self, first: int, last: int, value: int) -> None:
+    """Creates the item of rows `first` (o_t, a_t, extras), `last`
+    (o_{t+m}) and `value` (R, D), counted back from the newest row."""
+    rows = (self._rows[first], self._rows[last], self._rows[value])
+    if self._priority_fn is None:
+      priority = 1.0
+    else:
+      priority = float(self._priority_fn(self._layout.item_values(*rows)))
+    columns = [[rows[row][1][column]] for row, column in self._layout.item]
+    try:
+      self._cpp_writer.CreateItem(self._table, priority, columns,
+                                  self._layout.squeeze)
+    except Exception as e:  # pylint: disable=broad-except
+      raise base.item_error(self, e) from e
+    self._num_items += 1
+    self._flush(self._max_in_flight_items)
 
   def _write_tails(self) -> None:
     """Writes the items of the last starts, whose tails are shorter than n."""
     num_obs = self._steps  # includes the final observation o_T.
-    last_obs_row = self._rows - 1
     transitions = list(self._transitions)
     # Starts not yet written: those with fewer than n transitions left.
     num_tails = min(self._n, num_obs) - 1
     for k in range(num_tails):
       tail = transitions[len(transitions) - num_tails + k:]
-      start_row = (num_obs - 1) - len(tail)
       ret, disc = self._return(tail)
-      self._writer.append({'n_step_return': ret, 'total_discount': disc})
-      self._rows += 1
-      self._create_item(self._transition(first=start_row - self._rows,
-                                         last=last_obs_row - self._rows,
-                                         value=-1))
+      values = {'n_step_return': ret, 'total_discount': disc}
+      self._rows.append(
+          (values, self._cpp_writer.Append(self._layout.flatten_tail(values))))
+      # o_t is len(tail) observations before o_T, which is k + 1 rows back.
+      self._write_item(first=-(k + 2) - len(tail), last=-(k + 2), value=-1)
 
   def _reset_episode(self) -> None:
     self._observation = None
     self._transitions.clear()
     self._steps = 0
-    self._rows = 0
+    self._rows.clear()

@@ -45,6 +45,8 @@ PRIVATE_NAMES = (
     ('reverb.libpybind', 'AutoTunedChunkerOptions'),
     ('reverb.trajectory_writer', 'TrajectoryWriter'),
     ('reverb.errors', 'DeadlineExceededError'),
+    ('reverb.libpybind', 'TrajectoryWriter.Append'),
+    ('reverb.libpybind', 'TrajectoryWriter.CreateItem'),
 )
 _LOCK = threading.Lock()
 _FRAMEWORK = 'libtensorflow_framework.so.2'
@@ -102,6 +104,24 @@ def modules() -> _Modules:
 def _reverb_imported() -> bool:
   module = sys.modules.get('reverb')
   return module is not None and 'Client' in vars(module)
+
+
+def cpp_writer(writer: Any) -> Any:
+  """The C++ writer behind Reverb's Python `TrajectoryWriter` (its private
+  `_writer`): `Append(flat_step)` takes a step's leaves in a fixed column
+  order (None for a column the step leaves out) and returns their
+  references; `CreateItem(table, priority, columns, squeeze)` takes one
+  list of references per leaf of the item, in `tree.flatten` order of the
+  table signature. Reverb's Python writer flattens, orders and re-nests
+  its arguments on every call, which costs more than the writing itself for
+  a few small columns."""
+  internal = getattr(writer, '_writer', None)
+  if not isinstance(internal, modules().pybind.TrajectoryWriter):
+    raise TypeError(
+        f'reverb_lite.cpp_writer: {type(writer).__name__} holds no '
+        f'reverb.libpybind.TrajectoryWriter (written for dm-reverb '
+        f'{PINNED[1]}).')
+  return internal
 
 
 def errors() -> Any:

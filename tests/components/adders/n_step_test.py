@@ -7,7 +7,9 @@ r_k and discount d_k (the last timestep is LAST).
 import dm_env
 import numpy as np
 import pytest
+from dm_env import specs
 
+from repertory import testing
 from repertory.components import adders
 
 GAMMA = 0.5
@@ -89,3 +91,39 @@ def test_priority_fn_sees_the_item(make_client, env_spec):
   adder.flush()
   samples = list(client.sample('replay', 2, emit_timesteps=False))
   assert sorted(s.info.priority for s in samples) == [4.0, 6.0]
+
+
+def test_nested_observations_and_extras_reach_their_fields(make_client):
+  """Items of nested steps: every leaf lands in its own field of the item
+  (the adder writes its columns in its own order, the item in the table
+  signature's)."""
+  spec = adders.EnvironmentSpec(
+      observations={'pixels': specs.Array((2,), np.uint8),
+                    'a_count': specs.Array((), np.int64)},
+      actions=specs.Array((), np.int32),
+      rewards=specs.Array((), np.float32),
+      discounts=specs.BoundedArray((), np.float32, 0.0, 1.0))
+  extras = lambda k: {'z': np.float32(k), 'b': np.int32(-k)}
+  client = make_client({'replay': adders.NStepTransitionAdder.signature(
+      spec, extras_spec=extras(0))})
+  adder = adders.NStepTransitionAdder(client, 2, GAMMA, 'replay')
+  observation = lambda k: {'pixels': np.array([k, 10 * k], np.uint8),
+                           'a_count': np.int64(100 + k)}
+  adder.add_first(dm_env.restart(observation(1)))
+  for k in (1, 2, 3):
+    step_type = dm_env.StepType.LAST if k == 3 else dm_env.StepType.MID
+    adder.add(np.int32(k), dm_env.TimeStep(step_type, np.float32(k),
+                                           np.float32(1), observation(k + 1)),
+              extras=extras(k))
+  adder.flush()
+  items = testing.read_queue(client, 'replay')
+  # Starts 1 and 2 span two steps; start 3 is the tail.
+  assert [(int(i['action']), int(i['next_observation']['a_count']))
+          for i in items] == [(1, 103), (2, 104), (3, 104)]
+  for item in items:
+    k = int(item['action'])
+    np.testing.assert_array_equal(item['observation']['pixels'], [k, 10 * k])
+    assert item['observation']['a_count'] == 100 + k
+    assert item['extras'] == {'z': k, 'b': -k}
+  np.testing.assert_allclose([i['reward'] for i in items],
+                             [1 + GAMMA * 2, 2 + GAMMA * 3, 3])
