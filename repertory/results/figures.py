@@ -1,5 +1,6 @@
 """The learning curves of one task: every agent's seeds as thin lines, their
-mean with the range over seeds shaded, and the published reference."""
+mean with the range over seeds shaded, and the published reference on the
+training-return panel (the published scores are training returns)."""
 
 import os
 import re
@@ -9,8 +10,9 @@ from repertory import plot
 from repertory.results import runs as runs_lib
 
 # Panels: the progress.csv column and its title.
+TRAINING_RETURN = 'episode_return_mean'
 PANELS = (('eval_return_mean', 'greedy evaluation return'),
-          ('episode_return_mean', 'training return (last 100 episodes)'))
+          (TRAINING_RETURN, 'training return (last 100 episodes)'))
 SIZE_INCHES = (12.0, 4.5)
 DPI = 100
 # Points of the shared grid the mean and range are drawn on.
@@ -50,8 +52,8 @@ def draw(env: str, groups: Sequence[runs_lib.Group],
       color = f'C{i % 10}'
       for axis, (metric, _) in zip(axes, PANELS):
         _draw_group(axis, group, metric, color)
-    for axis, (_, title) in zip(axes, PANELS):
-      if reference is not None:
+    for axis, (metric, title) in zip(axes, PANELS):
+      if reference is not None and metric == TRAINING_RETURN:
         axis.axhline(reference, color='black', linestyle='--', linewidth=1,
                      label='published reference')
       axis.set_title(f'{env}: {title}')
