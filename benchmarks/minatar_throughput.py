@@ -3,7 +3,7 @@ the MinAtar paper's network, against the raw stepping ceilings.
 
   python benchmarks/minatar_throughput.py                  # Breakout
   python benchmarks/minatar_throughput.py --env=minatar:seaquest \
-      --modes=env,ceiling,impala --seconds=20 --out=/tmp/minatar.json
+      --run_modes=env,ceiling,impala --seconds=20 --out=/tmp/minatar.json
 
 Modes, one after the other on the same machine:
 
