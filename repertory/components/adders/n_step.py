@@ -14,9 +14,11 @@ A terminal step (discount 0) gives D = 0; a truncated one (LAST with discount
 Writer layout: one writer step per environment step t holds o_t, a_t,
 extras_t, the policy version and the (R, D) of the item that ends at o_t;
 an item is created when the step after its next observation is added (or
-at the episode's end). The shorter tail items at an episode end get their (R, D) from extra writer
-steps that hold only those two values. Observations are therefore sent once,
-though referenced by two items.
+at the episode's end). The shorter tail items at an episode end get their
+(R, D) from extra writer steps that hold only those two values. Observations
+are therefore sent once, though referenced by two items. Steps and items go
+to Reverb's C++ writer (`reverb_lite.cpp_writer`) as flat lists, in a
+column layout fixed by the episode's first step.
 """
 
 import collections
