@@ -18,7 +18,7 @@ at the episode's end). The shorter tail items at an episode end get their
 (R, D) from extra writer steps that hold only those two values. Observations
 are therefore sent once, though referenced by two items. Steps and items go
 to Reverb's C++ writer (`reverb_lite.cpp_writer`) as flat lists, in a
-column layout fixed by the episode's first step.
+column layout fixed by the first step the adder writes.
 """
 
 import collections
