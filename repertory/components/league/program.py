@@ -145,7 +145,8 @@ def make_program(make_agent_program: Callable[..., launch.Program],
   storage.check_directory(directory, resumed=os.path.exists(
       os.path.join(experiment.logdir, 'counts.json')))
   league = launch.CourierNode(node_lib.LeagueNode)
-  game = opponents.LeagueGame(experiment.env, league.create_handle())
+  game = opponents.LeagueGame(experiment.env, league.create_handle(),
+                              exploration=opponents.actors_exploration(config))
   program = make_agent_program(
       config, dataclasses.replace(experiment, env=game), **program_kwargs)
   make_eval_actor, learner = _evaluate_against_random(
