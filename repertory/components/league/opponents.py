@@ -32,16 +32,13 @@ _REPORT_EVERY = 16  # Games per report.
 
 
 class SnapshotOpponent:
-  """A snapshot played by the agent's evaluation actor, on flat views; with
-  probability `exploration` a move is a uniformly random legal one instead,
-  as the agent's own actors explore."""
+  """A snapshot played by the agent's evaluation actor, on flat views."""
 
   def __init__(self, make_eval_actor: Callable[[Any], Any], version: int,
-               variables: Any, seed: int = 0, exploration: float = 0.0):
+               variables: Any, seed: int = 0):
     self._actor = make_eval_actor(node_lib.FrozenSource(version, variables))
     self._actor.update(wait=True)
     self._rng = np.random.default_rng(seed)
-    self._exploration = exploration
     self._fresh = True
 
   def new_game(self) -> None:
@@ -53,8 +50,6 @@ class SnapshotOpponent:
       self._actor.observe_first(dm_env.restart(view))
       self._fresh = False
     action = int(np.asarray(self._actor.select_action(view)).reshape(-1)[0])
-    if self._exploration and self._rng.random() < self._exploration:
-      action = -1  # Not a legal move: a uniformly random legal one below.
     return seat_lib.legal_or_random(action, timestep, player, self._rng)
 
 
@@ -73,9 +68,9 @@ class LeagueSeat(seat_lib.SeatEnvironment):
 
   def __init__(self, game: Any, league: Any,
                make_eval_actor: Callable[[Any], Any], seed: int = 0,
-               learner: str = node_lib.MAIN, exploration: float = 0.0):
+               learner: str = node_lib.MAIN):
     self._league, self._make_eval_actor = league, make_eval_actor
-    self._learner, self._exploration = learner, exploration
+    self._learner = learner
     self._seed = seed
     self._cache: 'collections.OrderedDict[str, SnapshotOpponent]' = (
         collections.OrderedDict())
@@ -105,8 +100,7 @@ class LeagueSeat(seat_lib.SeatEnvironment):
                          'league.make_program.')
       version, variables = self._client().get_snapshot(player)
       opponent = SnapshotOpponent(self._make_eval_actor, version, variables,
-                                  self._seed + len(self._cache),
-                                  self._exploration)
+                                  self._seed + len(self._cache))
       self._cache[player] = opponent
       if len(self._cache) > _CACHED:
         self._cache.popitem(last=False)
@@ -146,12 +140,6 @@ class LeagueSeat(seat_lib.SeatEnvironment):
     super().close()
 
 
-def actors_exploration(config: Any) -> float:
-  """The share of uniformly random legal moves the agent's actors play (its
-  config's `exploration`; 0 for an agent without one)."""
-  return float(getattr(config, 'exploration', 0.0) or 0.0)
-
-
 @dataclasses.dataclass
 class LeagueGame:
   """The picklable factory of `LeagueSeat`s (an agent's `experiment.env`).
@@ -163,18 +151,12 @@ class LeagueGame:
       agent's program is built: its run monitor's).
     learner: whose games these are: 'main', or a main exploiter
       'exploiter<k>' (its opponent is main's newest snapshot).
-    exploration: the share of a snapshot's moves played uniformly at random
-      among the legal ones: the agent's actors' own (e.g. NeuRD's
-      `exploration`), so that a learner meets its snapshots acting as it
-      does, and their games rate policies, not exploration.
   """
   game: Any
   league: Any
   make_eval_actor: Optional[Callable[[Any], Any]] = None
   learner: str = node_lib.MAIN
-  exploration: float = 0.0
 
   def __call__(self, seed: Optional[int] = None) -> seat_lib.SeatEnvironment:
     return LeagueSeat(environments.make(self.game, seed=seed), self.league,
-                      self.make_eval_actor, seed or 0, self.learner,
-                      self.exploration)
+                      self.make_eval_actor, seed or 0, self.learner)

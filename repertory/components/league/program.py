@@ -145,8 +145,7 @@ def make_program(make_agent_program: Callable[..., launch.Program],
   storage.check_directory(directory, resumed=os.path.exists(
       os.path.join(experiment.logdir, 'counts.json')))
   league = launch.CourierNode(node_lib.LeagueNode)
-  game = opponents.LeagueGame(experiment.env, league.create_handle(),
-                              exploration=opponents.actors_exploration(config))
+  game = opponents.LeagueGame(experiment.env, league.create_handle())
   program = make_agent_program(
       config, dataclasses.replace(experiment, env=game), **program_kwargs)
   make_eval_actor, learner = _evaluate_against_random(
