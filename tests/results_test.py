@@ -302,6 +302,29 @@ def test_a_bsuite_run_keeps_the_episodes_its_score_reads(tmp_path):
   assert (tmp_path / 'kept' / 'memory_len-0' / 'episodes.csv').exists()
 
 
+def test_a_sweep_s_command_lines_are_kept_and_merged(tmp_path):
+  """The page reads a bsuite sweep's command lines from `sweep.json` above
+  its runs: the archive keeps them, adding a later sweep's to the copy's."""
+  sweep = tmp_path / 'runs' / 'bsuite' / 'apex'
+  first = 'python -m repertory.run --bsuite_sweep=memory_len/0'
+  later = 'python -m repertory.run --bsuite_sweep=memory_len'
+  _write_run(sweep / 'memory_len-0' / 'seed0', env='bsuite:memory_len/0')
+  rundir.write_json(str(sweep / 'sweep.json'), {'commands': [first]})
+  kept = tmp_path / 'kept' / 'bsuite' / 'apex'
+  archive_lib.keep([str(tmp_path / 'runs' / 'bsuite' / 'apex')], str(kept))
+  assert rundir.read_json(str(kept / 'sweep.json')) == {'commands': [first]}
+  _write_run(sweep / 'memory_len-1' / 'seed0', env='bsuite:memory_len/1')
+  rundir.write_json(str(sweep / 'sweep.json'), {'commands': [later]})
+  archive_lib.keep([str(sweep)], str(kept))
+  assert rundir.read_json(str(kept / 'sweep.json')) == {
+      'commands': [first, later]}
+  # A run kept under its own name has no sweep folder in the archive.
+  alone = tmp_path / 'alone'
+  archive_lib.keep([str(sweep / 'memory_len-0' / 'seed0')], str(alone))
+  assert not (tmp_path / 'sweep.json').exists()
+  assert os.listdir(alone) == ['seed0']
+
+
 def test_kept_records_name_paths_relative_to_the_working_directory(
     tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)

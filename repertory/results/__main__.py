@@ -18,9 +18,9 @@ _OUT = flags.DEFINE_string(
 _ARCHIVE = flags.DEFINE_string(
     'archive', None, 'A folder to copy the files the page reads from each '
     'finished run into (config, counts, results, progress, attempt '
-    'records, a bsuite run\'s episodes); the page is then written from that '
-    'folder, which gathers runs over machines and outlives the run '
-    'directories.')
+    'records, a bsuite run\'s episodes, a sweep\'s command lines); the '
+    'page is then written from that folder, which gathers runs over '
+    'machines and outlives the run directories.')
 
 
 def main(argv: List[str]) -> None:

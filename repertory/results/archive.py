@@ -3,7 +3,8 @@
 A run directory holds checkpoints and replay (hundreds of MB); the page
 reads only its small files: `config.json`, `counts.json`, `results.json`,
 `progress.csv`, each attempt's record, and for bsuite's experiments the
-`episodes.csv` its score is computed from. `keep` copies those into a folder
+`episodes.csv` its score is computed from, and a sweep's `sweep.json` (its
+command lines). `keep` copies those into a folder
 (for instance one committed beside the page), so the page can be rebuilt
 from that folder alone after the run directories are gone, and runs from
 several machines add up in one place.
@@ -23,6 +24,9 @@ RUN_FILES = (rundir.CONFIG, rundir.COUNTS, rundir.RESULTS, plot.PROGRESS_FILE)
 ATTEMPT_FILES = (rundir.ATTEMPT, rundir.CONFIG, rundir.RESULTS)
 # Records whose absolute paths are made relative to the working directory.
 PATH_RECORDS = (rundir.CONFIG, rundir.ATTEMPT)
+# A sweep's command lines, in its folder above `<label>/seed<N>` run
+# directories (`repertory.sweep.SWEEP_FILE`).
+SWEEP_FILE = 'sweep.json'
 
 
 def keep(paths: Sequence[str], folder: str) -> List[Tuple[str, str]]:
@@ -53,6 +57,8 @@ def keep(paths: Sequence[str], folder: str) -> List[Tuple[str, str]]:
           'started at another time); remove it or rename the run directory.')
   for target, path in sorted(plan.items()):
     _copy_run(path, target)
+  for target, path in sorted(plan.items()):
+    _keep_sweep_commands(path, target, folder)
   return [(path, target) for target, path in sorted(plan.items())]
 
 
@@ -107,6 +113,25 @@ def _copy_run(source: str, target: str) -> None:
     shutil.rmtree(old)
   else:
     os.replace(fresh, target)
+
+
+def _keep_sweep_commands(run: str, copy: str, folder: str) -> None:
+  """Adds the command lines of the sweep `run` belongs to (its
+  `sweep.json`, two folders up) to its copy's sweep folder, when that
+  folder is `folder` or inside it."""
+  source = os.path.join(os.path.dirname(os.path.dirname(run)), SWEEP_FILE)
+  sweep_copy = os.path.dirname(os.path.dirname(copy))
+  within = (os.path.abspath(sweep_copy) == os.path.abspath(folder)
+            or _inside(sweep_copy, folder))
+  if not os.path.exists(source) or not within:
+    return
+  target = os.path.join(sweep_copy, SWEEP_FILE)
+  commands = (rundir.read_json(target).get('commands', [])
+              if os.path.exists(target) else [])
+  for command in rundir.read_json(source).get('commands', []):
+    if command not in commands:
+      commands.append(command)
+  rundir.write_json(target, {'commands': commands})
 
 
 def _copy_file(source: str, target: str) -> None:

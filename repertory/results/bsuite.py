@@ -7,8 +7,8 @@ r"""bsuite's sweeps and its own scores, for runs of its memory experiments.
 `sweep_points` says what `--bsuite_sweep` runs: every setting of the
 experiment's sweep (`bsuite.sweep`: ids `<experiment>/0`, `/1`, ...), each
 for the sweep's `NUM_EPISODES` episodes. Its episodes have a fixed length,
-so the budget is the exact actor steps those episodes take (`--max_actor_steps`
-of each setting; `episode_steps`).
+so the budget is the actor steps those episodes take (`--max_actor_steps`
+of each setting; `episode_steps` says how they are counted).
 
 `frame` turns a finished run's `episodes.csv` (every training episode's
 return and length, in the order they ended) into the DataFrame bsuite's
@@ -86,8 +86,11 @@ def num_episodes(experiment: str) -> int:
 def episode_steps(setting: str) -> int:
   """The actor steps of one episode of bsuite id `setting` (fixed for the
   memory chains; one episode played): its transitions and the step that
-  starts the next episode, which the actors count too (stepping a dm_env
-  environment after its last step resets it)."""
+  starts the next episode, which the actor-critic agents' actors count too
+  (stepping a dm_env environment after its last step resets it). Ape-X's
+  and R2D2's actors count transitions only, so a budget of N such episodes
+  plays N * (length + 1) / length of theirs; bsuite's score reads the
+  row of its N-th episode either way."""
   from repertory import environments  # pylint: disable=g-import-not-at-top
   with contextlib.closing(environments.make(f'bsuite:{setting}',
                                             seed=0)) as env:
