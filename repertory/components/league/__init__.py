@@ -25,6 +25,7 @@ from repertory.components.league.policy import sample_legal
 from repertory.components.league.ratings import Elo
 from repertory.components.league.ratings import elo_expected
 from repertory.components.league.ratings import PayoffTable
+from repertory.components.league.ratings import performance_rating
 from repertory.components.league.ratings import score_from_returns
 from repertory.components.league.node import FrozenSource
 from repertory.components.league.node import LeagueNode

@@ -19,8 +19,9 @@ its state as built (`reset()`) and the league starts its next generation
 
 With `exploitability` (a small two-player zero-sum OpenSpiel game's spec,
 `exploitability.check_game`), each new snapshot is followed by OpenSpiel's
-exploitability of the newest snapshot and of the pool's average policy
-(`exploitability.py`): in the league's own logs, and in the run monitor's
+exploitability of the newest snapshot and of the pool's average policy,
+and the newest snapshot's rating from exact payoffs (`elo_anchored`;
+`exploitability.py`): in the league's own logs, and in the run monitor's
 evaluation rows, which read them with `evaluation_metrics()` (and, when
 the run finishes, `evaluation_metrics(final=True)`: of the learner's final
 weights).
@@ -279,10 +280,10 @@ class LeagueNode:
       figures = dict(self._metric.figures(),
                      exploitability_version=players[-1]['version'])
     logging.info('League: exploitability %.4f (version %d), pool average '
-                 '%.4f over %d snapshots.', figures['exploitability'],
-                 figures['exploitability_version'],
+                 '%.4f over %d snapshots; anchored Elo %.1f.',
+                 figures['exploitability'], figures['exploitability_version'],
                  figures['exploitability_pool'],
-                 figures['exploitability_snapshots'])
+                 figures['exploitability_snapshots'], figures['elo_anchored'])
     self._figures = figures
     return dict(figures)
 

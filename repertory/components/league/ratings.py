@@ -7,11 +7,16 @@
     ratings.update('main', 'main@v120', score=1.0)
 
 A score is the first player's result: 1 win, 0.5 draw, 0 loss (from a
-zero-sum game's returns: `score_from_returns`).
+zero-sum game's returns: `score_from_returns`), or the payoff scaled to
+[0, 1].
+
+`performance_rating` is the other kind of rating: of one player from its
+scores against players whose ratings are held fixed (how exact payoffs rate
+each new snapshot against rated ones, `exploitability.Exploitability`).
 """
 
 import collections
-from typing import Dict, Iterable, Mapping, Tuple
+from typing import Dict, Iterable, Mapping, Sequence, Tuple
 
 import numpy as np
 
@@ -112,3 +117,28 @@ class Elo:
 
   def ratings(self) -> Dict[str, float]:
     return dict(self._ratings)
+
+
+def performance_rating(opponents: Sequence[float], scores: Sequence[float],
+                       spread: float = 800.0) -> float:
+  """The rating R of a player that scored `scores` (each in [0, 1]) against
+  players rated `opponents`, held fixed: the one whose expected scores add
+  up to its own, sum_k elo_expected(R, R_k) = sum_k s_k (its maximum-
+  likelihood rating under Elo's model). A perfect or nil total is placed
+  `spread` beyond the highest or lowest opponent."""
+  opponents = np.asarray(opponents, np.float64)
+  total = float(np.sum(scores))
+  if opponents.size == 0 or opponents.size != len(scores):
+    raise ValueError(f'performance_rating needs one score per opponent, got '
+                     f'{len(scores)} scores for {opponents.size} opponents.')
+  low, high = opponents.min() - spread, opponents.max() + spread
+  expected = lambda r: float(np.sum(1.0 / (1.0 + 10.0 ** (
+      (opponents - r) / 400.0))))
+  if total >= expected(high):
+    return float(high)
+  if total <= expected(low):
+    return float(low)
+  for _ in range(60):  # Bisection: the expected total rises with R.
+    middle = (low + high) / 2.0
+    low, high = (middle, high) if expected(middle) < total else (low, middle)
+  return float((low + high) / 2.0)

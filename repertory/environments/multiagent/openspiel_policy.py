@@ -148,3 +148,38 @@ def average_policy(game: pyspiel.Game,
     else:  # Reached by no policy: any of theirs (the first) will do.
       out.action_probability_array[index] = arrays[0, index]
   return out
+
+
+def expected_payoffs(game: pyspiel.Game, policy: policy_lib.TabularPolicy,
+                     opponents: Sequence[policy_lib.TabularPolicy]
+                     ) -> np.ndarray:
+  """`policy`'s exact expected payoff against each of `opponents` in a
+  two-player game, the mean of its two seats: `[K]`, one walk of the game
+  tree per seat for all K opponents."""
+  if game.num_players() != 2:
+    raise ValueError(f'expected_payoffs is for two-player games, got '
+                     f'{game.num_players()} players.')
+  ours = policy.action_probability_array
+  theirs = np.stack([p.action_probability_array for p in opponents])  # [K,S,A]
+  lookup = policy.state_lookup
+  total = np.zeros(len(opponents))
+
+  def walk(state, seat, reach):  # reach: [K] the history's probability.
+    if state.is_terminal():
+      return reach * state.returns()[seat]
+    if state.is_chance_node():
+      return sum(walk(state.child(a), seat, reach * p)
+                 for a, p in state.chance_outcomes())
+    player = state.current_player()
+    index = lookup[state.information_state_string(player)]
+    value = np.zeros_like(reach)
+    for action in state.legal_actions():
+      probs = (ours[index, action] if player == seat
+               else theirs[:, index, action])
+      if np.any(probs > 0):
+        value = value + walk(state.child(action), seat, reach * probs)
+    return value
+
+  for seat in (0, 1):
+    total += walk(game.new_initial_state(), seat, np.ones(len(opponents)))
+  return total / 2.0
