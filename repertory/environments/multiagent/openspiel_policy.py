@@ -5,6 +5,7 @@ average of a pool of policies (what fictitious play converges with).
     policy = tabular_policy(game, probabilities)   # probabilities(obs, legal)
     exploitability(game, policy)                   # OpenSpiel's, in chips
     average = average_policy(game, [policy_a, policy_b])
+    expected_payoffs(game, policy, [policy_a, policy_b])  # exact, both seats
 
 `probabilities(observations [B, *obs], legal [B, A]) -> [B, A]` sees the same
 observations as `OpenSpielEnvironment` (the information-state tensor where
