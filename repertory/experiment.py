@@ -70,7 +70,9 @@ class ExperimentConfig:
       else the mean return of the last 100 training episodes.
     stop_evaluations: how many periodic evaluations in a row must reach
       `stop_at_return` before the run stops (one lucky evaluation of a
-      policy that is not yet reliable does not end the run).
+      policy that is not yet reliable does not end the run); together they
+      must also have played `eval_episodes` episodes, so evaluations cut
+      short by `eval_fraction` are judged in longer runs of them.
     eval_episodes: evaluation episodes of each periodic evaluation (at most:
       see `eval_fraction`).
     final_eval_episodes: evaluation episodes played with the final weights
@@ -253,6 +255,7 @@ def add_monitor(program: launch.Program,
         progress_every_seconds=experiment.progress_every_seconds,
         judge_evaluation=experiment.evaluates_periodically,
         stop_evaluations=experiment.stop_evaluations,
+        stop_episodes=experiment.eval_episodes,
         eval_every_steps=(experiment.eval_every_steps
                           if experiment.evaluates_periodically else 0)))
   if experiment.evaluates_periodically:

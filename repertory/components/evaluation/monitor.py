@@ -15,7 +15,7 @@ training steps; each evaluation row has its own `eval_steps`); learners add
 Its `run()` loop writes a progress row (`progress.py`) every
 `progress_every_seconds` and each time another `PROGRESS_SHARE` of the
 budget is spent, and stops the run once the budget is spent or the judged
-return (the last `stop_evaluations` evaluations in a row when there is an
+return (`stopping.StopRule`: the latest evaluations when there is an
 evaluator, else the mean of the last 100 training episodes) reaches
 `stop_at_return`. `finish` then grants no more steps, halts the learner
 (its last counts arrive), saves counts.json, evaluates the final weights
@@ -28,7 +28,6 @@ counts when written: each node's own count less at most its last 0.25 s
 (`ActorReporter`, `LearnerHost`).
 """
 
-import collections
 import json
 import os
 import threading
@@ -36,7 +35,6 @@ import time
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from absl import logging
-import numpy as np
 
 from repertory import core
 from repertory import launch
@@ -44,6 +42,7 @@ from repertory.components import counting
 from repertory.components.evaluation import evaluator
 from repertory.components.evaluation import points
 from repertory.components.evaluation import progress as progress_lib
+from repertory.components.evaluation import stopping
 
 RECENT_EPISODES = progress_lib.RECENT_EPISODES
 lines_shown_elsewhere = progress_lib.lines_shown_elsewhere
@@ -77,6 +76,10 @@ class RunMonitor:
       (`record_evaluation`) instead of the recent training episodes.
     stop_evaluations: with `judge_evaluation`, how many evaluations in a row
       must reach `stop_at_return`.
+    stop_episodes: ...and how many episodes they must have played together:
+      when evaluations are cut short (`eval_fraction` of few training
+      steps, long episodes), more of them in a row are judged, each
+      reaching `stop_at_return`, until they have.
     eval_fraction: the final evaluation plays at most this share of the
       budget in steps (whole episodes; None: no limit).
     lease_seconds: an actor silent this long loses its reserved steps
@@ -101,21 +104,18 @@ class RunMonitor:
                progress_every_seconds: float = 5.0,
                judge_evaluation: bool = False,
                stop_evaluations: int = 1,
+               stop_episodes: int = 1,
                eval_fraction: Optional[float] = evaluator.EVAL_FRACTION,
                lease_seconds: float = 10.0, metrics_source: Any = None,
                eval_every_steps: int = 0):
     if max_actor_steps < 1:
       raise ValueError(f'max_actor_steps must be >= 1, got {max_actor_steps}.')
-    if stop_evaluations < 1:
-      raise ValueError(
-          f'stop_evaluations must be >= 1, got {stop_evaluations}.')
     self._counter = counter
     self._make_environment = make_environment
     self._make_eval_actor = make_eval_actor
     self._variable_source = variable_source
     self._logdir = logdir
     self._max_actor_steps = max_actor_steps
-    self._stop_at_return = stop_at_return
     self._eval_episodes = eval_episodes
     self._eval_fraction = eval_fraction
     self._lease_seconds = lease_seconds
@@ -123,12 +123,12 @@ class RunMonitor:
     self._replay = replay
     self._period = progress_every_seconds
     self._lock = threading.Lock()
-    self._returns = collections.deque(maxlen=RECENT_EPISODES)
+    self._stop = stopping.StopRule(stop_at_return, judge_evaluation,
+                                   stop_evaluations, stop_episodes,
+                                   RECENT_EPISODES)
     self._last_lag = (0.0, 0)  # (policy_lag_sum, policy_lag_items) last seen.
     self._recent_lag = float('nan')  # Over the last interval that had items.
-    self._judge_evaluation = judge_evaluation
     self._evaluation: Optional[Dict[str, Any]] = None  # The latest one.
-    self._judged = collections.deque(maxlen=stop_evaluations)  # Their means.
     self._budget: Optional[counting.StepsBudget] = None
     self._eval_every_steps = int(eval_every_steps)
     self._holds: Optional[points.PointHolds] = None  # With the budget.
@@ -152,9 +152,9 @@ class RunMonitor:
   def _record_returns(self, returns: Sequence[float],
                       lengths: Sequence[int]) -> None:
     with self._lock:
-      self._returns.extend(float(r) for r in returns)
+      self._stop.record_returns(returns)
     self._files.episodes(returns, list(lengths) or [0] * len(returns))
-    if not self._judge_evaluation and self._return_reached():
+    if not self._stop.judge_evaluation and self._return_reached():
       self._wake.set()
 
   def _get_budget(self) -> counting.StepsBudget:
@@ -241,9 +241,11 @@ class RunMonitor:
     with self._lock:
       self._evaluation = dict(row)
       if not final:
-        self._judged.append(float(row.get('eval_return_mean', float('nan'))))
+        self._stop.record_evaluation(
+            row.get('eval_return_mean', float('nan')),
+            row.get('eval_episodes') or 0)
     self._files.evaluation(row, final)
-    if not final and self._judge_evaluation and self._return_reached():
+    if not final and self._stop.judge_evaluation and self._return_reached():
       self._wake.set()
 
   def summary(self) -> Dict[str, Any]:
@@ -262,8 +264,7 @@ class RunMonitor:
           'evaluation_steps': int(counts.get('evaluation_steps', 0)),
           'wall_seconds': wall,
           'actor_steps_per_second': actor_steps / max(wall, 1e-9),
-          'episode_return_mean': (float(np.mean(self._returns))
-                                  if self._returns else float('nan')),
+          'episode_return_mean': self._stop.recent_mean(),
           'policy_lag_mean': lag_sum / lag_items if lag_items else float('nan'),
           'policy_lag_recent': ((lag_sum - last_sum) / (lag_items - last_items)
                                 if lag_items > last_items else
@@ -386,15 +387,5 @@ class RunMonitor:
     return self._return_reached()
 
   def _return_reached(self) -> bool:
-    if self._stop_at_return is None:
-      return False
     with self._lock:
-      if self._judge_evaluation:  # The last `stop_evaluations` in a row.
-        if len(self._judged) < self._judged.maxlen:
-          return False
-        value = min(self._judged)
-      elif len(self._returns) == RECENT_EPISODES:
-        value = float(np.mean(self._returns))
-      else:
-        return False
-    return bool(value >= self._stop_at_return)
+      return self._stop.reached()

@@ -403,11 +403,36 @@ def test_the_monitor_stops_on_evaluations_in_a_row_only(tmp_path):
                                                   'eval_episodes': 20})
     reached.append(monitor._return_reached())  # pylint: disable=protected-access
   assert reached == [False, False, False, True]
-  with pytest.raises(ValueError, match='stop_evaluations must be >= 1, got 0'):
+  with pytest.raises(ValueError, match='stop_evaluations and stop_episodes '
+                     'must be >= 1, got 0 and 1'):
     evaluation.RunMonitor(
         counter=counting.Counter(), make_environment=None,
         make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
         max_actor_steps=10, stop_evaluations=0)
+
+
+def test_evaluations_cut_short_are_judged_in_longer_runs(tmp_path):
+  """stop_evaluations=2, stop_episodes=20: evaluations of 4 episodes stop
+  the run only after five in a row (20 episodes) reach the target; a
+  miss among them starts the count again."""
+  monitor = evaluation.RunMonitor(
+      counter=counting.Counter(), make_environment=None,
+      make_eval_actor=None, variable_source=None, logdir=str(tmp_path),
+      max_actor_steps=10**9, stop_at_return=475.0, judge_evaluation=True,
+      stop_evaluations=2, stop_episodes=20, progress_every_seconds=3600)
+  reached = []
+  for i, value in enumerate([500, 500, 400, 500, 500, 500, 500, 500]):
+    monitor.record_evaluation(1000 * (i + 1), i, {'eval_return_mean': value,
+                                                  'eval_episodes': 4})
+    reached.append(monitor._return_reached())  # pylint: disable=protected-access
+  assert reached == [False] * 7 + [True]
+  # Two full evaluations are enough, as before.
+  monitor.record_evaluation(9000, 8, {'eval_return_mean': 400.0,
+                                      'eval_episodes': 20})
+  for i in range(2):
+    monitor.record_evaluation(10000 + i, 9 + i, {'eval_return_mean': 480.0,
+                                                 'eval_episodes': 20})
+  assert monitor._return_reached()  # pylint: disable=protected-access
 
 
 def test_point_holds_start_at_the_first_point_and_drop_only_when_waited_at(
