@@ -172,7 +172,9 @@ episodes (bsuite's 10,000; the episodes played when fewer), it answered
 correctly often enough that bsuite's regret ratio, 2 × (1 − correct share),
 stays below 0.75 (more than 62.5% correct; chance is 50%). The **memory score**
 is the share of settings learned, from 0 to 1; per seed, then the mean over
-seeds with its 95% Student-t interval. Ape-X, without memory, stays at chance.
+seeds with its 95% Student-t interval. An agent without memory (Ape-X) can
+answer only `memory_len/0`, whose one step shows the bit and the question
+together (1 of its 23 settings).
 """
 
 
