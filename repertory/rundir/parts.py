@@ -17,6 +17,7 @@ readable one is used) or the run is refused:
   moved) is pointed at the tagged checkpoints where they are now.
 """
 
+import collections
 import glob
 import os
 import re
@@ -96,10 +97,13 @@ def _tfrecord_records(path: str) -> Tuple[List[bytes], Optional[str]]:
 
 def _replay_problem(folder: str) -> Optional[Tuple[str, str]]:
   """(file, why) if the Reverb checkpoint in `folder` cannot be restored: a
-  file unreadable to its end, or items that name chunks `chunks.tfrecord`
-  does not hold (a file cut at a record boundary reads to its end, and
-  Reverb aborts the process on it); None if it can."""
+  file unreadable to its end, items that name chunks `chunks.tfrecord`
+  does not hold, or fewer items of a table than its rate limiter counts
+  (inserts less deletes): a file cut at a record boundary reads to its end,
+  and Reverb aborts the process on it (a queue's selector finds no item
+  where its rate limiter counts one); None if it can."""
   from reverb.cc import schema_pb2  # pylint: disable=g-import-not-at-top
+  from reverb.cc.checkpointing import checkpoint_pb2  # pylint: disable=g-import-not-at-top
   records = {}
   for path in sorted(glob.glob(os.path.join(folder, '*.tfrecord'))):
     records[os.path.basename(path)], problem = _tfrecord_records(path)
@@ -112,15 +116,27 @@ def _replay_problem(folder: str) -> Optional[Tuple[str, str]]:
     chunk.ParseFromString(record)
     held.add(chunk.chunk_key)
   missing = 0
+  held_items = collections.Counter()
   for record in records.get('items.tfrecord', []):
     item = schema_pb2.PrioritizedItem()
     item.ParseFromString(record)
+    held_items[item.table] += 1
     missing += sum(s.chunk_key not in held
                    for column in item.flat_trajectory.columns
                    for s in column.chunk_slices)
   if missing:
     return chunks_path, (f'{missing} chunk references of items.tfrecord '
                          'name chunks it does not hold (cut short?)')
+  for record in records.get('tables.tfrecord', []):
+    table = checkpoint_pb2.PriorityTableCheckpoint()
+    table.ParseFromString(record)
+    counted = (table.rate_limiter.insert_count -
+               table.rate_limiter.delete_count)
+    if held_items[table.table_name] < counted:
+      return os.path.join(folder, 'items.tfrecord'), (
+          f'{held_items[table.table_name]} items of table '
+          f'{table.table_name!r}, whose rate limiter counts {counted} (cut '
+          'short?)')
   return None
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import portpicker
 import pytest
 import reverb
+import tensorflow as tf
 
 from repertory import experiment as experiment_lib
 from repertory import rundir
@@ -208,6 +209,54 @@ def test_a_replay_checkpoint_cut_anywhere_is_set_aside(tmp_path):
   shutil.copytree(source, os.path.join(logdir, 'replay', 'whole'))
   assert not rundir.parts.replay_checkpoint(logdir)  # Whole: restored.
   assert _restored_items(os.path.join(logdir, 'replay')) == 30
+
+
+def test_items_cut_at_a_record_boundary_are_set_aside(tmp_path):
+  """A queue's items.tfrecord holding fewer items than its rate limiter
+  counts (cut after any whole record: the file reads to its end, and
+  Reverb's FIFO selector aborts the process on the first sample) is set
+  aside; the whole checkpoint is restored."""
+  def queue_server(directory):
+    return reverb.Server(
+        [reverb.Table.queue('queue', max_size=100)],
+        port=portpicker.pick_unused_port(),
+        checkpointer=reverb.checkpointers.DefaultCheckpointer(directory))
+  server = queue_server(str(tmp_path / 'source'))
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+      for i in range(12):
+        writer.append({'x': np.float32(i)})
+        writer.create_item('queue', 1.0, {'x': writer.history['x'][-1:]})
+        writer.flush()
+    list(client.sample('queue', num_samples=2))  # Deleted: 10 remain.
+    source = client.checkpoint()
+  finally:
+    server.stop()
+  items_path = os.path.join(source, 'items.tfrecord')
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      items_path, compression_type='ZLIB')]
+  assert len(records) == 10
+  logdir = str(tmp_path / 'run')
+  for kept in range(len(records)):
+    folder = os.path.join(logdir, 'replay', f'kept{kept}')
+    shutil.copytree(source, folder)
+    with tf.io.TFRecordWriter(os.path.join(folder, 'items.tfrecord'),
+                              options='ZLIB') as writer:
+      for record in records[:kept]:
+        writer.write(record)
+    (warning,) = rundir.parts.replay_checkpoint(logdir)
+    assert folder in warning and f'{kept} items of table \'queue\'' in warning
+    assert 'counts 10' in warning and not os.path.exists(folder)
+  shutil.copytree(source, os.path.join(logdir, 'replay', 'whole'))
+  assert not rundir.parts.replay_checkpoint(logdir)
+  server = queue_server(os.path.join(logdir, 'replay'))
+  try:
+    client = reverb.Client(f'localhost:{server.port}')
+    assert client.server_info()['queue'].current_size == 10
+    assert len(list(client.sample('queue', num_samples=10))) == 10
+  finally:
+    server.stop()
 
 
 def test_a_truncated_replay_checkpoint_is_set_aside(tmp_path, capsys):
