@@ -7,8 +7,9 @@ readable one is used) or the run is refused:
   whose files are unreadable, or data without its `.index`, moves to
   `checkpoints/unreadable/`; none readable refuses the run.
 - the replay checkpoint (`replay/<time>/`): one with an unreadable file,
-  or with items that name chunks it does not hold, moves to `replay-unreadable/<time>/` (Reverb restores the newest of the
-  rest, or starts empty).
+  items that name chunks it does not hold, or fewer items of a table than
+  its rate limiter counts, moves to `replay-unreadable/<time>/` (Reverb
+  restores the newest of the rest, or starts empty).
 - `counts.json`: missing beside learner checkpoints, it is restored from the
   newest attempt record that holds counts, else the run is refused;
   present with steps taken but no learner checkpoint refuses the run
