@@ -132,8 +132,7 @@ def performance_rating(opponents: Sequence[float], scores: Sequence[float],
     raise ValueError(f'performance_rating needs one score per opponent, got '
                      f'{len(scores)} scores for {opponents.size} opponents.')
   low, high = opponents.min() - spread, opponents.max() + spread
-  expected = lambda r: float(np.sum(1.0 / (1.0 + 10.0 ** (
-      (opponents - r) / 400.0))))
+  expected = lambda r: float(np.sum(elo_expected(r, opponents)))
   if total >= expected(high):
     return float(high)
   if total <= expected(low):
