@@ -23,6 +23,12 @@ _LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
     "the pool's average policy as the run goes (OpenSpiel's, for small "
     'two-player zero-sum games such as kuhn_poker and leduc_poker). Unset: '
     'wherever the game allows it; set: refuse a game that does not.')
+_LEAGUE_RATED_GAMES = flags.DEFINE_integer(
+    'league_rated_games', 50,
+    'With --league, on a game without exploitability (too large to '
+    'traverse, such as tic_tac_toe): each new snapshot plays this many '
+    'games against each of up to 8 rated snapshots for its anchored Elo '
+    '(elo_anchored); 0: not rated.', lower_bound=0)
 _LEAGUE_EXPLOITERS = flags.DEFINE_integer(
     'league_exploiters', 0,
     "With --league: add this many main exploiters (AlphaStar's): each the "
@@ -44,6 +50,7 @@ _LEAGUE_EXPLOITER_MIN_GAMES = flags.DEFINE_integer(
 
 # Every flag of this module; all but --league mean something only with it.
 NAMES = ('league', 'league_snapshot_every', 'league_exploitability',
+         'league_rated_games',
          'league_exploiters', 'league_exploiter_win_rate',
          'league_exploiter_reset_steps', 'league_exploiter_min_games')
 
@@ -65,6 +72,7 @@ def in_league(make_program: Callable[..., Any]) -> Callable[..., Any]:
       league.make_program, make_program, matchmaking=_LEAGUE.value,
       snapshot_every_versions=_LEAGUE_SNAPSHOT_EVERY.value,
       exploitability=_LEAGUE_EXPLOITABILITY.value,
+      rated_games=_LEAGUE_RATED_GAMES.value,
       exploiters=_LEAGUE_EXPLOITERS.value,
       exploiter_win_rate=_LEAGUE_EXPLOITER_WIN_RATE.value,
       exploiter_reset_steps=_LEAGUE_EXPLOITER_RESET_STEPS.value,

@@ -35,5 +35,6 @@ from repertory.components.league.program import against_random as against_random
 from repertory.components.league.program import make_program
 from repertory.components.league.program import MIN_EVAL_GAMES
 from repertory.components.league.program import RULES
+from repertory.components.league.sampled_rating import SampledRating
 from repertory.components.league.storage import check_directory
 from repertory.components.league.storage import WeightStore

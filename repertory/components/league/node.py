@@ -21,10 +21,12 @@ With `exploitability` (a small two-player zero-sum OpenSpiel game's spec,
 `exploitability.check_game`), each new snapshot is followed by OpenSpiel's
 exploitability of the newest snapshot and of the pool's average policy,
 and the newest snapshot's rating from exact payoffs (`elo_anchored`;
-`exploitability.py`): in the league's own logs, and in the run monitor's
-evaluation rows, which read them with `evaluation_metrics()` (and, when
-the run finishes, `evaluation_metrics(final=True)`: of the learner's final
-weights).
+`exploitability.py`); with `rating_game` instead (a game too large to
+traverse), by the newest snapshot's rating from sampled games
+(`sampled_rating.py`). Both go to the league's own logs, and to the run
+monitor's evaluation rows, which read them with `evaluation_metrics()`
+(and, when the run finishes, `evaluation_metrics(final=True)`: of the
+learner's final weights).
 
 It knows no agent: the learner is any variable source (the agent's
 `LearnerHost`), and which variable groups a snapshot holds is what the
@@ -117,16 +119,19 @@ class LeagueNode:
     snapshot_every_versions: a snapshot each time the learner's version
       passed this many versions since the last one (and one at the start).
     max_snapshots: the pool's size (the oldest but the first leave it).
-    payoff: (lowest, highest) payoff of a game, if known: a game's score for
-      the ratings is its payoff scaled to [0, 1]; None: win 1, draw 0.5.
     seed: the matchmaking's seed.
     logdir: where the league's metrics go (`<logdir>/league` in CSV and
       TensorBoard); None: terminal only.
     poll_seconds: how long one wait for a new version lasts.
     exploitability: the game's spec to compute exploitability on (None:
       not computed); see the module docstring.
+    rating_game: without `exploitability`, the game's spec to rate
+      snapshots on from sampled games (`sampled_rating.py`: `elo_anchored`,
+      `rated_games` games against each of up to 8 rated snapshots); None:
+      not rated.
     activation: the hidden activation of the agent's MLP policy weights,
-      with which exploitability tabulates them (the config's `activation`).
+      with which exploitability tabulates them and sampled ratings play
+      them (the config's `activation`).
     exploiters: the main exploiters' learners (handles), 'exploiter<k>' the
       k-th; each a variable source with `status()` and `reset()`
       (`LearnerHost`).
@@ -143,7 +148,8 @@ class LeagueNode:
                exploiters: Sequence[Any] = (),
                exploiter_win_rate: float = 0.7,
                exploiter_reset_steps: Optional[int] = None,
-               min_games: int = 100, activation: str = 'relu'):
+               min_games: int = 100, activation: str = 'relu',
+               rating_game: Optional[str] = None, rated_games: int = 50):
     if snapshot_every_versions < 1:
       raise ValueError('snapshot_every_versions must be >= 1, got '
                        f'{snapshot_every_versions}.')
@@ -165,6 +171,8 @@ class LeagueNode:
     self._template: Optional[Dict[str, Any]] = None
     self._loaded: Dict[str, Tuple[int, Dict[str, Any]]] = {}
     self._exploitability = exploitability
+    self._rating_game, self._rated_games = rating_game, rated_games
+    self._seed = seed
     self._activation = activation
     self._metric = None  # Built once started (it loads the game).
     self._metric_lock = threading.Lock()
@@ -205,6 +213,11 @@ class LeagueNode:
       from repertory.components.league import exploitability  # pylint: disable=g-import-not-at-top
       self._metric = exploitability.Exploitability(
           self._exploitability, self._make_eval_actor, self._activation)
+    elif self._rating_game is not None:
+      from repertory.components.league import sampled_rating  # pylint: disable=g-import-not-at-top
+      self._metric = sampled_rating.SampledRating(
+          self._rating_game, self._make_eval_actor, self._rated_games,
+          self._activation, self._seed)
 
   def _add(self, version: int, variables: Mapping[str, Any],
            learner: str = MAIN, step: Optional[int] = None) -> str:
@@ -264,12 +277,13 @@ class LeagueNode:
       self._league.reset_learner(name, step)
     return added
 
-  # --- exploitability -------------------------------------------------------------
+  # --- exploitability and anchored ratings ------------------------------------------
 
   def measure(self) -> Dict[str, float]:
     """Exploitability of the newest snapshot and of the pool's average
-    (with `exploitability_version`, the newest's version); kept for
-    `evaluation_metrics`."""
+    with the newest's anchored rating (`exploitability_version`: its
+    version), or that rating from sampled games (`elo_anchored_version`);
+    kept for `evaluation_metrics`."""
     if self._metric is None:
       return {}
     players = [p for p in self._league.players() if p['learner'] == MAIN]
@@ -277,20 +291,32 @@ class LeagueNode:
       for p in players:
         self._metric.add(p['id'], self.get_snapshot(p['id'])[1], p['version'])
       self._metric.keep([p['id'] for p in players])
-      figures = dict(self._metric.figures(),
-                     exploitability_version=players[-1]['version'])
-    logging.info('League: exploitability %.4f (version %d), pool average '
-                 '%.4f over %d snapshots; anchored Elo %.1f.',
-                 figures['exploitability'], figures['exploitability_version'],
-                 figures['exploitability_pool'],
-                 figures['exploitability_snapshots'], figures['elo_anchored'])
+      figures = self._metric.figures()
+      figures[self._version_key()] = players[-1]['version']
+    if 'exploitability' in figures:
+      logging.info('League: exploitability %.4f (version %d), pool average '
+                   '%.4f over %d snapshots; anchored Elo %.1f.',
+                   figures['exploitability'],
+                   figures['exploitability_version'],
+                   figures['exploitability_pool'],
+                   figures['exploitability_snapshots'],
+                   figures['elo_anchored'])
+    else:
+      logging.info('League: anchored Elo %.1f (version %d, from sampled '
+                   'games).', figures['elo_anchored'],
+                   figures['elo_anchored_version'])
     self._figures = figures
     return dict(figures)
 
+  def _version_key(self) -> str:
+    """The name of the rated weights' version among the figures."""
+    return ('exploitability_version' if self._exploitability is not None
+            else 'elo_anchored_version')
+
   def evaluation_metrics(self, final: bool = False) -> Dict[str, float]:
-    """The latest `measure()` figures ({} before any, or without
-    exploitability); `final`: of the learner's weights now, with the pool's
-    average."""
+    """The latest `measure()` figures ({} before any, or with neither
+    metric); `final`: of the learner's weights now (with the pool's
+    average)."""
     if self._metric is None:
       self._ensure_started()
       if self._metric is None:
@@ -301,9 +327,9 @@ class LeagueNode:
       self.measure()
     version, values = self._learner.get_variables(self._names)
     with self._metric_lock:
-      table = self._metric.table(dict(zip(self._names, values)), version)
-      self._figures = dict(self._metric.figures(latest=table),
-                           exploitability_version=int(version))
+      self._figures = self._metric.figures_of(
+          dict(zip(self._names, values)), version)
+      self._figures[self._version_key()] = int(version)
     return dict(self._figures)
 
   # --- what environments call ---------------------------------------------------

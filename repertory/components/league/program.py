@@ -23,7 +23,10 @@ the alternating seat against a uniformly random player, at least
 (Kuhn poker, Leduc poker: `exploitability.check_game`), the league node
 also computes OpenSpiel's exploitability of the newest snapshot and of the
 pool's average policy after each snapshot, and the run monitor reports
-them as evaluation rows (`exploitability`, `exploitability_pool`).
+them as evaluation rows (`exploitability`, `exploitability_pool`, and
+the anchored rating `elo_anchored`); on any other game it rates each new
+snapshot from sampled games against the pool's (`sampled_rating.py`,
+`elo_anchored`).
 """
 
 import contextlib
@@ -42,6 +45,7 @@ from repertory.components.league import league as league_lib
 from repertory.components.league import matchmaking as matchmaking_lib
 from repertory.components.league import node as node_lib
 from repertory.components.league import opponents
+from repertory.components.league import sampled_rating
 from repertory.components.league import storage
 from repertory.environments import multiagent
 from repertory.environments.multiagent import seat as seat_lib
@@ -97,6 +101,7 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                  exploiters: int = 0, exploiter_win_rate: float = 0.7,
                  exploiter_reset_steps: Optional[int] = None,
                  exploiter_min_games: int = 100,
+                 rated_games: int = sampled_rating.GAMES_PER_OPPONENT,
                  **program_kwargs: Any) -> launch.Program:
   """The agent's program (`make_agent_program(config, experiment,
   **program_kwargs)`) in a league on the game `experiment.env`.
@@ -119,6 +124,9 @@ def make_program(make_agent_program: Callable[..., launch.Program],
       exploiter's generation ends (its mean score against main since its
       reset, after `exploiter_min_games` games, or its learner's steps; see
       `League`).
+    rated_games: where no exploitability is computed, each new snapshot
+      plays this many games against each of up to 8 rated snapshots for
+      its anchored rating (`sampled_rating.py`); 0: no rating.
 
   Raises:
     ValueError (one line, before anything is written): an unknown rule, a
@@ -141,6 +149,11 @@ def make_program(make_agent_program: Callable[..., launch.Program],
       raise ValueError(f'--league_exploitability: {reason}.')
   elif exploitability is None:
     exploitability = exploitability_lib.applies(experiment.env)
+  if rated_games < 0 or rated_games == 1:
+    raise ValueError(f'--league_rated_games={rated_games}: expected 0 (no '
+                     'rating) or at least 2 (one game in each seat).')
+  rating_game = (experiment.env if rated_games and not exploitability
+                 else None)
   directory = os.path.join(experiment.logdir, 'league')
   storage.check_directory(directory, resumed=os.path.exists(
       os.path.join(experiment.logdir, 'counts.json')))
@@ -150,7 +163,7 @@ def make_program(make_agent_program: Callable[..., launch.Program],
       config, dataclasses.replace(experiment, env=game), **program_kwargs)
   make_eval_actor, learner = _evaluate_against_random(
       program, experiment, matchmaking,
-      league.create_handle() if exploitability else None)
+      league.create_handle() if exploitability or rating_game else None)
   game.make_eval_actor = make_eval_actor
   exploiter_learners = exploiters_lib.add(
       program, make_agent_program, config, experiment,
@@ -165,7 +178,8 @@ def make_program(make_agent_program: Callable[..., launch.Program],
                    exploiter_win_rate=exploiter_win_rate,
                    exploiter_reset_steps=exploiter_reset_steps,
                    min_games=exploiter_min_games,
-                   activation=getattr(config, 'activation', 'relu'))
+                   activation=getattr(config, 'activation', 'relu'),
+                   rating_game=rating_game, rated_games=rated_games)
   with program.group('league'):
     program.add_node(league)
   return program

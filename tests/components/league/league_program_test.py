@@ -65,6 +65,9 @@ def test_rejects_an_unknown_rule_and_a_single_agent_game(tmp_path):
     league.make_program(a2c.make_program, a2c.Config(),
                         _experiment(tmp_path), exploitability=True)
   assert '\n' not in str(error.value)
+  with pytest.raises(ValueError, match='--league_rated_games=1: expected 0'):
+    league.make_program(a2c.make_program, a2c.Config(),
+                        _experiment(tmp_path), rated_games=1)
   assert not os.listdir(tmp_path)  # Nothing written.
 
 
@@ -74,6 +77,15 @@ def test_the_program_is_the_agents_own_plus_a_league(tmp_path):
                                 _experiment(tmp_path))
   assert set(program.groups) == {'replay', 'counter', 'learner', 'monitor',
                                  'evaluator', 'actor', 'league'}
+  # Tic-tac-toe is too large to traverse: its snapshots are rated from
+  # sampled games, and the run monitor reads the rating from the league.
+  [node] = program.groups['league']
+  kwargs = node.arguments()[1]
+  assert kwargs['exploitability'] is None
+  assert kwargs['rating_game'] == 'openspiel:tic_tac_toe'
+  assert kwargs['rated_games'] == 50
+  [monitor] = program.groups['monitor']
+  assert monitor.arguments()[1]['metrics_source'] is not None
 
 
 @pytest.mark.parametrize('rule, given, every', [
@@ -132,6 +144,9 @@ def test_custom_agent_in_a_league_wins_more_against_random(tmp_path):
   assert results['eval_episodes'] >= league.MIN_EVAL_GAMES
   assert results['league'] == 'pfsp'
   assert final > first + 0.2, (first, final)
+  # Rated from sampled games against the pool, above the initial weights.
+  assert results['elo_anchored'] > 1000.0
+  assert results['elo_anchored_version'] == results['learner_version']
   with open(os.path.join(tmp_path, 'league', 'league.json')) as f:
     state = json.load(f)
   assert len(state['players']) >= 2 and state['games'] > 100
