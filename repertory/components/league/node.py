@@ -75,7 +75,10 @@ class _Recorder:
 
 
 class FrozenSource:
-  """A variable source that serves one snapshot's variables forever."""
+  """A variable source that serves one snapshot's variables forever, from
+  memory: a `VariableClient` of it fetches on the caller's thread."""
+
+  ANSWERS_AT_ONCE = True
 
   def __init__(self, version: int, variables: Mapping[str, Any]):
     self._version, self._variables = int(version), dict(variables)

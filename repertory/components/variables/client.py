@@ -60,7 +60,7 @@ class VariableClient:
                names: Union[str, Sequence[str]],
                update_period: int = 1,
                update_period_s: Optional[float] = None,
-               asynchronous: bool = True,
+               asynchronous: Optional[bool] = None,
                fetch_timeout_s: float = 60.0,
                transport: str = 'handle'):
     """Creates the client (fetches nothing yet; call `update(wait=True)`).
@@ -75,7 +75,9 @@ class VariableClient:
         blocks it (no fetch thread): for a source in this process that
         answers at once (a `VariableStore`, a learner colocated with the
         caller), whose fetches would otherwise cost more in hand-offs
-        between the two threads than the fetch itself.
+        between the two threads than the fetch itself. None (the default):
+        False for a source whose class says it answers at once
+        (`ANSWERS_AT_ONCE = True`: a league's frozen snapshot), else True.
       fetch_timeout_s: how long a blocking fetch may take before a
         `TimeoutError` naming the source is raised (a fetch thread's: one
         on the calling thread returns when the source answers).
@@ -101,6 +103,8 @@ class VariableClient:
       raise ValueError('VariableClient needs at least one variable name.')
     self._update_period = update_period
     self._update_period_s = update_period_s
+    if asynchronous is None:  # The class's: a handle answers any attribute.
+      asynchronous = getattr(type(source), 'ANSWERS_AT_ONCE', False) is not True
     self._asynchronous = asynchronous
     self._fetch_timeout_s = fetch_timeout_s
     self._future: Optional[concurrent.futures.Future] = None

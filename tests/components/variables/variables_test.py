@@ -315,3 +315,28 @@ def test_synchronous_client_fetches_on_the_calling_thread(transport):
     assert store.threads and threading.current_thread() not in store.threads
   client.close()
   store.close()
+
+
+class _AnswersAtOnce(_ThreadRecordingStore):
+  ANSWERS_AT_ONCE = True
+
+
+class _AnswersAnyAttribute(_ThreadRecordingStore):
+  """A handle-like source: any attribute it lacks is a (truthy) call."""
+
+  def __getattr__(self, name):
+    return lambda *args: None
+
+
+@pytest.mark.parametrize('source, on_caller', [
+    (_AnswersAtOnce, True), (_AnswersAnyAttribute, False),
+    (_ThreadRecordingStore, False)])
+def test_a_source_that_answers_at_once_is_fetched_on_the_calling_thread(
+    source, on_caller):
+  store = source({'policy': np.zeros(1)})
+  client = VariableClient(store, 'policy')
+  client.update(wait=True)
+  assert client.version == 0
+  assert (store.threads == [threading.current_thread()]) == on_caller
+  client.close()
+  store.close()
