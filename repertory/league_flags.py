@@ -26,7 +26,8 @@ _LEAGUE_EXPLOITABILITY = flags.DEFINE_bool(
 _LEAGUE_RATED_GAMES = flags.DEFINE_integer(
     'league_rated_games', 50,
     'With --league, on a game without exploitability (too large to '
-    'traverse, such as tic_tac_toe): each new snapshot plays this many '
+    'traverse, such as tic_tac_toe) or with --noleague_exploitability: each '
+    'new snapshot plays this many '
     'games against each of up to 8 rated snapshots for its anchored Elo '
     '(elo_anchored); 0: not rated.', lower_bound=0)
 _LEAGUE_EXPLOITERS = flags.DEFINE_integer(
