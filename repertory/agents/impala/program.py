@@ -1,20 +1,13 @@
-"""IMPALA's program graph (Espeholt et al. 2018, figure 1, left).
-
-```
- actor/0..N-1 --unrolls--> replay (Reverb queue) --batches--> learner
-      ^                                                         |
-      +-------------------- weights (VariableClient) <----------+
- counter <-- steps, lag        monitor <-- episodes; evaluates, stops, results
-```
-"""
+"""IMPALA's program graph (Espeholt et al. 2018, figure 1, left): the
+actor-critic family's queue-fed graph (`nodes.queue_program`, drawn there)
+with its V-trace learner and IMPALA's actors."""
 
 from repertory import experiment as experiment_lib
 from repertory import launch
-from repertory.agents.impala import config as config_lib
-from repertory.components import actors
-from repertory.components import specs
 from repertory.agents.actor_critic import nodes
 from repertory.agents.actor_critic import tables
+from repertory.agents.impala import config as config_lib
+from repertory.components import specs
 
 TABLE = tables.TABLE
 
@@ -29,19 +22,6 @@ def make_program(config: config_lib.Config,
   """
   spec = experiment_lib.environment_spec(experiment.env)
   specs.num_actions(spec.actions)  # A continuous action fails here.
-  program = launch.Program('impala')
-  with program.group('replay'):
-    replay = program.add_node(nodes.queue_node(config, spec, experiment))
-  counter = experiment_lib.add_counter(program, experiment.logdir)
-  with program.group('learner'):
-    learner = program.add_node(
-        nodes.learner_node(config, spec, replay, counter, experiment))
-  monitor = experiment_lib.add_monitor(
-      program, experiment, counter, learner,
-      nodes.eval_actor_factory(config, spec), replay=replay)
-  actors.add_actor_nodes(program, experiment, launch.PyClassNode,
-                         launch.lazy('repertory.agents.impala.acting:'
-                                     'ImpalaActor'),
-                         config, learner, replay, TABLE, counter=counter,
-                         monitor=monitor)
-  return program
+  return nodes.queue_program(
+      'impala', config, experiment, spec,
+      launch.lazy('repertory.agents.impala.acting:ImpalaActor'))
