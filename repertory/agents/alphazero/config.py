@@ -3,6 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
+from repertory.components import config_checks
+
 
 @dataclasses.dataclass
 class Config:
@@ -52,37 +54,26 @@ class Config:
   variable_update_period: int = 1
 
   def __post_init__(self):
-    for name in ('simulations', 'batch_size', 'replay_size',
-                 'min_replay_size', 'variable_update_period'):
-      if getattr(self, name) < 1:
-        raise ValueError(f'Config.{name} must be >= 1, got '
-                         f'{getattr(self, name)}.')
+    prefix = 'AlphaZero Config.'
+    config_checks.check_ranges(
+        self, prefix,
+        at_least_one=('simulations', 'batch_size', 'replay_size',
+                      'min_replay_size', 'variable_update_period'),
+        above_zero=('uct_c', 'dirichlet_alpha', 'learning_rate',
+                    'max_gradient_norm'),
+        above_zero_or_none=('samples_per_insert',),
+        unit=('dirichlet_epsilon',),
+        at_least_zero=('temperature_moves', 'weight_decay', 'value_cost'))
     if not self.batch_size <= self.min_replay_size <= self.replay_size:
       raise ValueError(
-          f'Config: need batch_size ({self.batch_size}) <= min_replay_size '
-          f'({self.min_replay_size}) <= replay_size ({self.replay_size}).')
-    for name in ('uct_c', 'dirichlet_alpha', 'learning_rate',
-                 'max_gradient_norm'):
-      if not getattr(self, name) > 0:
-        raise ValueError(f'Config.{name} must be > 0, got '
-                         f'{getattr(self, name)}.')
-    if not 0 <= self.dirichlet_epsilon <= 1:
-      raise ValueError(f'Config.dirichlet_epsilon must be in [0, 1], got '
-                       f'{self.dirichlet_epsilon}.')
-    for name in ('temperature_moves', 'weight_decay', 'value_cost'):
-      if getattr(self, name) < 0:
-        raise ValueError(f'Config.{name} must be >= 0, got '
-                         f'{getattr(self, name)}.')
-    if self.samples_per_insert is not None and self.samples_per_insert <= 0:
-      raise ValueError(f'Config.samples_per_insert must be > 0 or None, got '
-                       f'{self.samples_per_insert}.')
+          f'AlphaZero Config: need batch_size ({self.batch_size}) <= '
+          f'min_replay_size ({self.min_replay_size}) <= replay_size '
+          f'({self.replay_size}).')
     self.conv_channels = tuple(int(c) for c in self.conv_channels)
-    self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
-    if any(c < 1 for c in self.conv_channels + self.hidden_sizes):
-      raise ValueError(f'Config: conv_channels={self.conv_channels} and '
-                       f'hidden_sizes={self.hidden_sizes} must be positive.')
-    if not self.hidden_sizes:
-      raise ValueError('Config.hidden_sizes must name at least one layer.')
+    if any(c < 1 for c in self.conv_channels):
+      config_checks.fail(self, prefix, 'conv_channels',
+                         'positive widths, or () for an MLP')
+    self.hidden_sizes = config_checks.widths(self, prefix, 'hidden_sizes')
 
 
 TABLE = 'positions'  # The Reverb replay of positions.
