@@ -24,7 +24,6 @@ game without chance); any other agent's snapshot is played by its
 evaluation actor (`opponents.SnapshotOpponent`).
 """
 
-import contextlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import dm_env
@@ -172,5 +171,4 @@ class SampledRating:
     return {'elo_anchored': self.rating(variables, version)}
 
   def close(self) -> None:
-    with contextlib.suppress(Exception):
-      self._env.close()
+    self._env.close()
