@@ -3,7 +3,6 @@ traverse): games scored against a plain tic-tac-toe written from its rules,
 ratings against Elo's formula solved by scipy, MLP snapshots sampled from
 their softmax, and the league node reporting the rating."""
 
-import functools
 
 import numpy as np
 import pytest
@@ -131,31 +130,18 @@ def test_mlp_snapshots_sample_their_softmax_over_legal_moves():
   metric.close()
 
 
-def test_league_node_reports_the_sampled_rating(tmp_path):
-  from repertory import experiment as experiment_lib  # pylint: disable=g-import-not-at-top
-  from repertory.components import actors  # pylint: disable=g-import-not-at-top
-  from repertory.components import networks  # pylint: disable=g-import-not-at-top
-  from repertory.components.variables import store as store_lib  # pylint: disable=g-import-not-at-top
-  spec = experiment_lib.environment_spec(
-      functools.partial(league.against_random_seat, TIC_TAC_TOE))
-  make_network = functools.partial(networks.mlp_policy_value_network, spec,
-                                   (8,))
-  learner = store_lib.VariableStore(
-      {'policy': networks.get_variables(make_network())})
-  node = league.LeagueNode(
-      str(tmp_path), learner,
-      functools.partial(actors.FeedForwardActor, make_network),
-      snapshot_every_versions=1, poll_seconds=0.01,
-      rating_game=TIC_TAC_TOE, rated_games=4)
+def test_league_node_reports_the_sampled_rating(mlp_league_node):
+  node, publish = mlp_league_node(TIC_TAC_TOE, rating_game=TIC_TAC_TOE,
+                                  rated_games=4)
   assert node.evaluation_metrics() == {}
   assert node.measure() == {'elo_anchored': 1000.0, 'elo_anchored_version': 0}
-  learner.publish({'policy': networks.get_variables(make_network())})
+  publish()
   assert node.snapshot() == 'main@v1'
   second = node.measure()
   assert second['elo_anchored_version'] == 1
   assert 200.0 <= second['elo_anchored'] <= 1800.0
   assert node.evaluation_metrics() == second
-  learner.publish({'policy': networks.get_variables(make_network())})
+  publish()
   final = node.evaluation_metrics(final=True)
   assert final['elo_anchored_version'] == 2
   assert set(final) == {'elo_anchored', 'elo_anchored_version'}
