@@ -44,6 +44,13 @@ OUTPUT_FILE = 'output.log'
 # The sweep's command lines (each rerun's), in its logdir.
 SWEEP_FILE = 'sweep.json'
 
+
+def sweep_file_of(run_dir: str) -> str:
+  """The `SWEEP_FILE` of the sweep whose trial `run_dir` is
+  (`<logdir>/<grid point>/seed<i>`): two folders up."""
+  return os.path.join(os.path.dirname(os.path.dirname(run_dir)), SWEEP_FILE)
+
+
 # Results columns the table keeps (besides the grid values and seed).
 TABLE_COLUMNS = ('actor_steps', 'learner_steps', 'wall_seconds',
                  'actor_steps_per_second', 'episode_return_mean',

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from repertory import plot
 from repertory import rundir
+from repertory import sweep
 from repertory.results import bsuite
 from repertory.results import runs as runs_lib
 
@@ -24,9 +25,6 @@ RUN_FILES = (rundir.CONFIG, rundir.COUNTS, rundir.RESULTS, plot.PROGRESS_FILE)
 ATTEMPT_FILES = (rundir.ATTEMPT, rundir.CONFIG, rundir.RESULTS)
 # Records whose absolute paths are made relative to the working directory.
 PATH_RECORDS = (rundir.CONFIG, rundir.ATTEMPT)
-# A sweep's command lines, in its folder above `<label>/seed<N>` run
-# directories (`repertory.sweep.SWEEP_FILE`).
-SWEEP_FILE = 'sweep.json'
 
 
 def keep(paths: Sequence[str], folder: str) -> List[Tuple[str, str]]:
@@ -119,13 +117,12 @@ def _keep_sweep_commands(run: str, copy: str, folder: str) -> None:
   """Adds the command lines of the sweep `run` belongs to (its
   `sweep.json`, two folders up) to its copy's sweep folder, when that
   folder is `folder` or inside it."""
-  source = os.path.join(os.path.dirname(os.path.dirname(run)), SWEEP_FILE)
-  sweep_copy = os.path.dirname(os.path.dirname(copy))
+  source, target = sweep.sweep_file_of(run), sweep.sweep_file_of(copy)
+  sweep_copy = os.path.dirname(target)
   within = (os.path.abspath(sweep_copy) == os.path.abspath(folder)
             or _inside(sweep_copy, folder))
   if not os.path.exists(source) or not within:
     return
-  target = os.path.join(sweep_copy, SWEEP_FILE)
   commands = (rundir.read_json(target).get('commands', [])
               if os.path.exists(target) else [])
   for command in rundir.read_json(source).get('commands', []):

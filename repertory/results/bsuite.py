@@ -291,12 +291,14 @@ def _per_setting(by_setting: Dict[str, Dict[str, List[Tuple[float, float]]]],
 def _commands(sweeps: Sequence[Any]) -> List[str]:
   """The sweeps' command lines, from `sweep.json` above the run
   directories."""
-  from repertory import rundir  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from repertory import rundir
+  from repertory import sweep as sweep_lib
+  # pylint: enable=g-import-not-at-top
   found = []
   for sweep in sweeps:
     for run in sweep.runs:
-      path = os.path.join(os.path.dirname(os.path.dirname(run.path)),
-                          'sweep.json')  # repertory.sweep.SWEEP_FILE
+      path = sweep_lib.sweep_file_of(run.path)
       if os.path.exists(path):
         for command in rundir.read_json(path).get('commands', []):
           if command not in found:
