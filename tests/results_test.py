@@ -7,6 +7,7 @@ and one comes from a real short run."""
 import dataclasses
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -31,8 +32,10 @@ STEPS = [30_000, 40_000, 50_000]
 
 
 def _write_run(logdir, agent='impala', env='catch', seed=0, eval_return=0.5,
-               train_return=0.4, actor_steps=40_000, learning_rate=1e-3):
-  """A finished run directory, written as `python -m repertory.run` does."""
+               train_return=0.4, actor_steps=40_000, learning_rate=1e-3,
+               flags=()):
+  """A finished run directory, written as `python -m repertory.run` does
+  (its command: agent, env, seed, logdir, then `flags`)."""
   logdir = str(logdir)
   config = experiment.ExperimentConfig(agent=agent, env=env, seed=seed,
                                        logdir=logdir)
@@ -40,7 +43,7 @@ def _write_run(logdir, agent='impala', env='catch', seed=0, eval_return=0.5,
            'experiment': json.loads(json.dumps(dataclasses.asdict(config),
                                                default=str))}
   argv = [os.path.join(REPO, 'repertory', 'run.py'), f'--agent={agent}',
-          f'--env={env}', f'--seed={seed}', f'--logdir={logdir}']
+          f'--env={env}', f'--seed={seed}', f'--logdir={logdir}', *flags]
   os.makedirs(logdir, exist_ok=True)
   attempt = rundir.start_attempt(logdir, saved, argv)
   progress = loggers.CSVLogger(logdir, 'progress')
@@ -89,10 +92,10 @@ def _cell(values):
   return f'{x.mean():.2f} [{low:.2f}, {high:.2f}]'
 
 
-def _generate(paths, out):
+def _generate(paths, out, *flags):
   return subprocess.run(
       [sys.executable, '-m', 'repertory.results', *map(str, paths),
-       f'--out={out}'], capture_output=True, text=True, cwd=REPO,
+       f'--out={out}', *flags], capture_output=True, text=True, cwd=REPO,
       timeout=300, check=False)
 
 
@@ -170,7 +173,8 @@ def test_unfinished_runs_are_left_out_and_named(tmp_path):
   assert f'- `{tmp_path / "killed"}`' in text.split('## Left out')[1]
 
 
-@pytest.mark.parametrize('case', ['missing', 'empty', 'corrupt', 'out'])
+@pytest.mark.parametrize('case', ['missing', 'empty', 'corrupt', 'out',
+                                  'documented', 'bsuite'])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, case):
   out = tmp_path / 'page' / 'results.md'
   path = tmp_path / 'runs'
@@ -188,12 +192,21 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, case):
     (path / 'seed0' / 'config.json').write_text('{"agent": ')
     expected = (f'repertory.results: error: {path / "seed0" / "config.json"} '
                 'is truncated or corrupt')
-  else:
+  elif case == 'out':
     _write_run(path / 'seed0')
     out = tmp_path / 'page' / 'results.txt'
     expected = (f'repertory.results: error: --out={out} must name a '
                 'Markdown file (.md).')
-  process = _generate([path], out)
+  elif case == 'bsuite':  # A bsuite run without the episodes it scores.
+    _write_run(path / 'seed0', env='bsuite:memory_len/0')
+    expected = ('repertory.results: error: Cannot read '
+                f'{path / "seed0" / "episodes.csv"}')
+  else:
+    _write_run(path / 'seed0')
+    expected = (f'repertory.results: error: --documented={tmp_path}/no.md: '
+                'cannot read it (No such file or directory).')
+  process = _generate([path], out, *(
+      [f'--documented={tmp_path}/no.md'] if case == 'documented' else []))
   assert process.returncode == 1
   assert process.stdout == ''
   (line,) = process.stderr.strip().split('\n')
@@ -351,13 +364,98 @@ def test_the_committed_page_is_what_its_kept_records_give(tmp_path):
   """docs/results.md is regenerated from docs/results/runs alone, as its
   header says."""
   committed = os.path.join(REPO, 'docs', 'results.md')
+  with open(committed) as f:
+    text = f.read()
+  header = shlex.split(text.split('```sh\n')[1].split('\n')[0])
+  assert header[:4] == ['python', '-m', 'repertory.results',
+                        os.path.join('docs', 'results', 'runs')]
   out = tmp_path / 'results.md'
+  flags = [f for f in header[4:] if not f.startswith('--out=')]
   again = subprocess.run(
       [sys.executable, '-m', 'repertory.results',
-       os.path.join('docs', 'results', 'runs'), f'--out={out}'],
+       os.path.join('docs', 'results', 'runs'), f'--out={out}', *flags],
       capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
   assert again.returncode == 0, again.stderr
-  with open(committed) as f:
-    expected = f.read().replace(
-        f'--out={os.path.join("docs", "results.md")}', f'--out={out}')
+  expected = text.replace(f'--out={os.path.join("docs", "results.md")}',
+                          f'--out={out}')
+  for flag in flags:  # Links to documented pages, from tmp_path instead.
+    for doc in flag.partition('--documented=')[2].split(','):
+      if doc:
+        expected = expected.replace(
+            f']({os.path.relpath(doc, "docs")})',
+            f']({os.path.relpath(os.path.join(REPO, doc), tmp_path)})')
   assert out.read_text() == expected
+
+
+DOCS = """\
+Some text, then the command (`python -m repertory.run --agent=ppo` inline
+is not one):
+
+```sh
+TF_NUM_INTRAOP_THREADS=1 \\
+python -m repertory.run --agent=impala --env=minatar:breakout \\
+    --seed=0 --config.learning_rate=2e-3 --logdir=runs/x  # a comment
+python -m repertory.results runs/ --out=docs/results.md
+```
+"""
+
+
+def test_rows_that_ran_a_documented_command_name_its_page(tmp_path):
+  docs = tmp_path / 'docs'
+  os.makedirs(docs)
+  (docs / 'guide.md').write_text(DOCS)
+  (docs / 'other.md').write_text('```\npython -m repertory.run '
+                                 '--agent=impala --env=catch\n```\n')
+  runs = tmp_path / 'runs'
+  # The documented command on another game, its number written otherwise
+  # and a flag given twice (absl reads the last): documented.
+  for seed in (0, 1):
+    _write_run(runs / f'ok{seed}', env='minatar:asterix', seed=seed,
+               flags=['--config.learning_rate=0.001',
+                      '--config.learning_rate=0.002'])
+  # Another value, another family, an extra flag: not documented.
+  _write_run(runs / 'lr', env='minatar:asterix', learning_rate=5e-4,
+             flags=['--config.learning_rate=5e-4'])
+  _write_run(runs / 'gym', env='gym:CartPole-v1',
+             flags=['--config.learning_rate=2e-3'])
+  _write_run(runs / 'extra', env='minatar:seaquest', learning_rate=2e-3,
+             flags=['--config.learning_rate=2e-3', '--num_actors=4'])
+  # One seed of a row that did not: the row is not documented.
+  _write_run(runs / 'mixed0', env='minatar:freeway', seed=0,
+             flags=['--config.learning_rate=2e-3'])
+  _write_run(runs / 'mixed1', env='minatar:freeway', seed=1)
+  _write_run(runs / 'catch', flags=['--seed=3'])
+  out = docs / 'results.md'
+  process = _generate([runs], out, f'--documented={docs / "guide.md"},'
+                      f'{docs / "other.md"}')
+  assert process.returncode == 0, process.stderr
+  text = out.read_text()
+  header = text.split('\n')[text.split('\n').index('```sh') + 1]
+  assert f'--documented={docs / "guide.md"},{docs / "other.md"}' in header
+  rows = {(r[0], r[1].split('](')[0].strip('[')): r[-1]
+          for r in _table_rows(text)}
+  guide = f'[{docs / "guide.md"}](guide.md)'
+  assert rows == {
+      ('`catch`', 'impala'): f'[{docs / "other.md"}](other.md)',
+      ('`gym:CartPole-v1`', 'impala'): '—',
+      ('`minatar:asterix`', 'impala (config.learning_rate=0.0005)'): '—',
+      ('`minatar:asterix`', 'impala (config.learning_rate=0.001)'): guide,
+      ('`minatar:freeway`', 'impala'): '—',
+      ('`minatar:seaquest`', 'impala'): '—'}
+  assert f'These runs ran the command documented in {guide}.' in text
+
+
+def test_a_sweep_s_trials_are_matched_by_the_sweep_s_command(tmp_path):
+  doc = tmp_path / 'guide.md'
+  doc.write_text('```sh\npython -m repertory.run --agent=impala \\\n'
+                 '    --grid=config.learning_rate=1e-3,2e-3 --logdir=b\n```\n')
+  root = tmp_path / 'runs' / 'sweep'
+  _write_run(root / 'config.learning_rate=0.001' / 'seed0',
+             flags=['--config.learning_rate=1e-3'])
+  (root / 'sweep.json').write_text(json.dumps({'commands': [
+      'python -m repertory.run --agent=impala '
+      f'--grid=config.learning_rate=1e-3,2e-3 --logdir={root}']}))
+  out = tmp_path / 'results.md'
+  process = _generate([tmp_path / 'runs'], out, f'--documented={doc}')
+  assert process.returncode == 0, process.stderr
+  assert _table_rows(out.read_text())[0][-1] == f'[{doc}](guide.md)'

@@ -4,7 +4,7 @@ of its memory experiments (`bsuite.section`), then per task its figure and
 per agent the seeds, their figures and their exact commands."""
 
 import math
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from repertory.components import statistics
 from repertory.results import bsuite
@@ -36,6 +36,13 @@ environment and settings, over their seeds (`--seed`). Columns:
   started are in its task's section.
 """
 
+_DOCUMENTED = """\
+- **documented command**: the page of the docs whose `python -m
+  repertory.run` command every run of the row ran: the same flags and
+  values, but for `--seed`, `--logdir` and the game (`minatar:breakout`
+  stands for every MinAtar game).
+"""
+
 
 def number(value: Optional[float]) -> str:
   """A score as the page writes it: 2 decimals, 1 from 100 up."""
@@ -62,29 +69,38 @@ def anchor(group: runs_lib.Group, index: int) -> str:
 
 
 def render(groups: Sequence[runs_lib.Group], unfinished: Sequence[str],
-           command: str, figure_links: Dict[str, str]) -> str:
-  """The whole page. `figure_links`: task -> its PNG, relative to the page."""
+           command: str, figure_links: Dict[str, str],
+           documented: Optional[Dict[int, Tuple[str, str]]] = None) -> str:
+  """The whole page. `figure_links`: task -> its PNG, relative to the page;
+  `documented` (if given, a column): id(group) -> (the docs page whose
+  command the group ran, its link relative to the page)."""
   anchors = _anchors(groups)
+  extra = documented is not None
   lines = ['# Results', '',
            'Generated from run directories by', '', '```sh', command, '```',
            '', 'Rerun it to update this page; the same run directories give '
-           'the same page and figures.', '', _EXPLANATION,
+           'the same page and figures.', '',
+           _EXPLANATION + (_DOCUMENTED if extra else ''),
            '| task | agent | seeds | final evaluation | training return '
-           '| reference | frames | wall time (s) |',
-           '|---|---|---|---|---|---|---|---|']
+           '| reference | frames | wall time (s) |'
+           + (' documented command |' if extra else ''),
+           '|---|---|---|---|---|---|---|---|' + ('---|' if extra else '')]
   for group in groups:
     frames = group.values('actor_steps')
     walls = [w for w in (r.wall_seconds for r in group.runs) if w is not None]
     reference = runs_lib.reference(group.env)
-    lines.append(' | '.join([
+    cells = [
         f'| `{group.env}`', f'[{group.name}](#{anchors[id(group)]})',
         str(len(group.runs)), score_cell(group.values(SCORE)),
         score_cell(group.values(TRAINING)), number(reference),
         f'{round(sum(frames) / len(frames)):,}' if frames else '—',
-        f'{sum(walls) / len(walls):.0f}' if walls else '—']) + ' |')
+        f'{sum(walls) / len(walls):.0f}' if walls else '—']
+    if extra:
+      cells.append(_documented_cell(documented.get(id(group))))
+    lines.append(' | '.join(cells) + ' |')
   lines += _references(groups)
   lines += bsuite.section(groups)
-  for env in sorted({g.env for g in groups}):
+  for env in sorted({g.env for g in groups}, key=runs_lib.task_order):
     lines += ['', f'## `{env}`', '',
               f'![Learning curves on {env}]({figure_links[env]})', '']
     lines.append('Left: the greedy evaluations during training and of the '
@@ -94,7 +110,8 @@ def render(groups: Sequence[runs_lib.Group], unfinished: Sequence[str],
                  'every seed reached.')
     for group in groups:
       if group.env == env:
-        lines += _section(group, anchors[id(group)])
+        lines += _section(group, anchors[id(group)],
+                          (documented or {}).get(id(group)))
   if unfinished:
     lines += ['', '## Left out', '',
               'Run directories without results of their latest attempt '
@@ -114,7 +131,8 @@ def _anchors(groups: Sequence[runs_lib.Group]) -> Dict[int, str]:
 
 def _references(groups: Sequence[runs_lib.Group]) -> List[str]:
   known = sorted({g.env for g in groups
-                  if runs_lib.reference(g.env) is not None})
+                  if runs_lib.reference(g.env) is not None},
+                 key=runs_lib.task_order)
   lines = ['', '## References', '']
   if not known:
     return lines + ['No task on this page has a published reference in '
@@ -125,13 +143,21 @@ def _references(groups: Sequence[runs_lib.Group]) -> List[str]:
   return lines + ['', f'Source: {runs_lib.MINATAR_SOURCE}.']
 
 
-def _section(group: runs_lib.Group, anchor_id: str) -> List[str]:
+def _documented_cell(page: Optional[Tuple[str, str]]) -> str:
+  return f'[{page[0]}]({page[1]})' if page else '—'
+
+
+def _section(group: runs_lib.Group, anchor_id: str,
+             page: Optional[Tuple[str, str]] = None) -> List[str]:
   lines = ['', f'<a id="{anchor_id}"></a>', '',
-           f'### {group.name} on `{group.env}`', '',
-           '| seed | run directory | final evaluation | training return '
-           '| frames | wall time (s) | started | cores, load average; '
-           'processor |',
-           '|---|---|---|---|---|---|---|---|']
+           f'### {group.name} on `{group.env}`', '']
+  if page:
+    lines += [f'These runs ran the command documented in '
+              f'{_documented_cell(page)}.', '']
+  lines += ['| seed | run directory | final evaluation | training return '
+            '| frames | wall time (s) | started | cores, load average; '
+            'processor |',
+            '|---|---|---|---|---|---|---|---|']
   for run in group.runs:
     first = run.attempts[0] if run.attempts else {}
     load = first.get('load_average')

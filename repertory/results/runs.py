@@ -37,6 +37,13 @@ class ResultsError(ValueError):
   """Bad input to the results page; the message is one line."""
 
 
+def task_order(env: str) -> Tuple[Any, ...]:
+  """A sort key of task names with their numbers in numeric order
+  (`bsuite:memory_len/2` before `/10`)."""
+  return tuple(int(part) if part.isdigit() else part
+               for part in re.split(r'(\d+)', env))
+
+
 def reference(env: str) -> Optional[float]:
   """The published score of task `env`, if the module knows one."""
   match = _MINATAR_GAME.match(env)
@@ -161,7 +168,8 @@ def group_runs(runs: Sequence[Run]) -> List[Group]:
       groups[key] = Group(str(experiment['agent']), str(experiment['env']),
                           key, [])
     groups[key].runs.append(run)
-  ordered = sorted(groups.values(), key=lambda g: (g.env, g.agent, g.key))
+  ordered = sorted(groups.values(),
+                   key=lambda g: (task_order(g.env), g.agent, g.key))
   for group in ordered:
     group.runs.sort(key=lambda r: (r.seed, r.path))
   name_variants(ordered)
