@@ -26,7 +26,8 @@ page whose `python -m repertory.run` command its runs ran (`documented`).
 finished run into the folder (`archive.keep`) and writes the page from
 there, so the page can be rebuilt after the run directories are gone.
 
-From Python: `write(paths, out, command, documented_pages)` returns the paths it wrote.
+From Python: `write(paths, out, command, documented_pages)` returns the
+paths it wrote.
 """
 
 import os

@@ -9,9 +9,9 @@ variables set before it left out). A row ran it when every run of the row
 was started with its flags (each attempt's, or for a sweep's trial the
 sweep's own command line): the same flag names with the same values,
 numbers compared as numbers (a bare `--flag` as `--flag=true`) and a flag
-given twice read by its last value, as absl reads it; `--seed` and `--logdir` aside, and `--env` up to its
-game, so `--env=minatar:breakout` stands for every MinAtar game
-(`family:game` with the same family).
+given twice read by its last value, as absl reads it; `--seed` and
+`--logdir` aside, and `--env` up to its game, so `--env=minatar:breakout`
+stands for every MinAtar game (`family:game` with the same family).
 """
 
 import os

@@ -105,7 +105,8 @@ def render(groups: Sequence[runs_lib.Group], unfinished: Sequence[str],
               f'![Learning curves on {env}]({figure_links[env]})', '']
     lines.append('Left: the greedy evaluations during training and of the '
                  'final weights; right: the mean return of the last 100 '
-                 'training episodes. Thin lines: seeds (dots: measured points); thick: their mean, '
+                 'training episodes. Thin lines: seeds (dots: measured '
+                 'points); thick: their mean, '
                  'shaded between the lowest and highest seed over the steps '
                  'every seed reached.')
     for group in groups:
