@@ -97,5 +97,6 @@ def make_eval_actor(spec: Any, config: Any,
                     make_network: Callable[[Any, Any], Any],
                     variable_source: Any, seed: int = 0) -> core.Actor:
   """Builds the evaluation actor (picklable through functools.partial)."""
-  return eg.GreedyActor(make_network(spec, config), variable_source,
-                        config.eval_epsilon, seed=seed)
+  return eg.GreedyActor(
+      lambda: make_network(spec, config, build=False), spec.observations,
+      variable_source, config.eval_epsilon, seed=seed)

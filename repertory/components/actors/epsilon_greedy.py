@@ -15,7 +15,6 @@ from repertory import core
 from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
 from repertory.components.actors.feed_forward import limit_tf_threads
-from repertory.components.networks import variables as network_variables
 
 
 def apex_epsilon(actor_id: int, num_actors: int, epsilon: float = 0.4,
@@ -53,20 +52,24 @@ def batch_policy(make_network: Callable[[], Any], observation_spec: Any
 
 
 class GreedyActor(core.Actor):
-  """A single-environment actor with the learner's weights (evaluation)."""
+  """A single-environment actor with the learner's weights (evaluation).
 
-  def __init__(self, network: Any, variable_source: Any, epsilon: float,
-               seed: int = 0):
+  Its policy is `batch_policy`'s graph (one `Session.run` a step, no
+  `EagerTensor` per call). `make_network()` builds the network without its
+  variables; the weights come from `variable_source`'s 'policy'.
+  """
+
+  def __init__(self, make_network: Callable[[], Any], observation_spec: Any,
+               variable_source: Any, epsilon: float, seed: int = 0):
     limit_tf_threads()
-    self._network = network
-    self._policy = tf.function(network)
+    self._policy = batch_policy(make_network, observation_spec)
     self._client = variables_lib.VariableClient(variable_source, 'policy')
     self._epsilon = epsilon
     self._rng = np.random.RandomState(seed)
 
   def select_action(self, observation) -> np.ndarray:
     batched = tf.nest.map_structure(lambda x: np.asarray(x)[None], observation)
-    q_values = self._policy(batched).numpy()
+    q_values = self._policy(batched)
     return epsilon_greedy(q_values, np.array([self._epsilon]), self._rng)[0]
 
   def observe_first(self, timestep: dm_env.TimeStep) -> None:
@@ -79,7 +82,7 @@ class GreedyActor(core.Actor):
     version = self._client.version
     self._client.update(wait=wait)
     if self._client.version != version:
-      network_variables.assign_variables(self._network, self._client.params)
+      self._policy.set_weights(self._client.params)
 
 
 def stack(items: Sequence[Any]) -> Any:

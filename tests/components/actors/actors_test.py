@@ -1,10 +1,11 @@
-"""FeedForwardActor and BatchedActor on catch, a real Reverb queue and a
+"""FeedForwardActor, BatchedActor and GreedyActor on catch, a real Reverb queue and a
 VariableStore serving versioned weights."""
 
 import numpy as np
 import portpicker
 import pytest
 import reverb
+import sonnet as snt
 import tensorflow as tf
 
 from repertory import environments
@@ -12,6 +13,7 @@ from repertory.components import actors
 from repertory.components import adders
 from repertory.components import networks
 from repertory.components import variables
+from repertory.components.actors import epsilon_greedy
 
 N, T = 3, 4
 SPEC = adders.make_environment_spec(environments.make('catch', seed=0))
@@ -124,3 +126,44 @@ def test_batched_actor_without_an_adder_writes_nothing(replay):
   with pytest.raises(ValueError, match='report_every must be >= 1'):
     actors.BatchedActor(environments.make_batched('catch', 1), policy,
                         report_every=0)
+
+
+class QNetwork(networks.MLPTorso):
+  """[B, 10, 5] boards -> Q-values of 3 actions (an MLP torso, then linear)."""
+
+  def __init__(self):
+    super().__init__((8,), obs_rank=2)
+    self._head = snt.Linear(3, name='q')
+
+  def __call__(self, observations):
+    return self._head(super().__call__(observations))
+
+
+def make_q_network(seed=0, build=True):
+  tf.random.set_seed(seed)
+  network = QNetwork()
+  if build:
+    network(tf.zeros((1, 10, 5)))
+  return network
+
+
+def test_greedy_actor_acts_on_the_served_weights_in_a_graph_of_its_own():
+  store = variables.VariableStore(
+      {'policy': networks.get_variables(make_q_network(seed=1))})
+  actor = epsilon_greedy.GreedyActor(lambda: make_q_network(build=False),
+                             SPEC.observations, store, epsilon=0.0)
+  observations = np.random.RandomState(0).rand(20, 10, 5).astype(np.float32)
+  actor.update(wait=True)
+  expected = make_q_network(seed=1)(observations).numpy().argmax(-1)
+  assert len(set(expected)) > 1  # The check below can tell actions apart.
+  assert [actor.select_action(o) for o in observations] == list(expected)
+  new = make_q_network(seed=3)
+  store.publish({'policy': networks.get_variables(new)})
+  actor.update(wait=True)
+  assert ([actor.select_action(o) for o in observations] ==
+          list(new(observations).numpy().argmax(-1)))
+  explorer = epsilon_greedy.GreedyActor(lambda: make_q_network(build=False),
+                                SPEC.observations, store, epsilon=1.0)
+  explorer.update(wait=True)
+  taken = [explorer.select_action(observations[0]) for _ in range(300)]
+  assert set(taken) == {0, 1, 2}
