@@ -18,7 +18,6 @@ from repertory.agents.prioritized_replay import acting as replay_actor
 from repertory.components.actors.feed_forward import limit_tf_threads
 from repertory.components import networks as networks_lib
 from repertory.components import variables as variables_lib
-from repertory.components.networks import variables as network_variables
 
 
 
@@ -53,20 +52,12 @@ def _policy_step(network: Any, oar: Any, state: Mapping[str, Any]):
   return q_values, {'hidden': next_state.hidden, 'cell': next_state.cell}
 
 
-def recurrent_policy(network: Any, observation_spec: Any, state_size: int):
-  """`network(oar, state)` as a tf.function over `[None, ...]` batches; the
-  state is passed and returned as a {'hidden', 'cell'} dict."""
-  return tf.function(functools.partial(_policy_step, network),
-                     input_signature=_signatures(observation_spec,
-                                                 state_size),
-                     autograph=False)
-
-
 def graph_recurrent_policy(make_network: Callable[[], Any],
                            observation_spec: Any, state_size: int
                            ) -> networks_lib.GraphFunction:
-  """`recurrent_policy` in a graph of its own, numpy in and out
-  (`GraphFunction`: no TensorFlow objects per call, for the acting loop);
+  """`network(oar, state)` over `[None, ...]` batches in a graph of its own,
+  numpy in and out (`GraphFunction`: no TensorFlow objects per call); the
+  state is passed and returned as a {'hidden', 'cell'} dict.
   `make_network()` builds the network without its variables."""
   return networks_lib.GraphFunction(
       make_network, _policy_step, _signatures(observation_spec, state_size))
@@ -188,11 +179,12 @@ class R2D2EvalActor(core.Actor):
   """A single-environment recurrent actor on plain observations (it builds
   OAR from what it observes) with the learner's weights."""
 
-  def __init__(self, network: Any, variable_source: Any, epsilon: float,
-               observation_spec: Any, lstm_size: int, seed: int = 0):
+  def __init__(self, make_network: Callable[[], Any], variable_source: Any,
+               epsilon: float, observation_spec: Any, lstm_size: int,
+               seed: int = 0):
     limit_tf_threads()
-    self._network = network
-    self._policy = recurrent_policy(network, observation_spec, lstm_size)
+    self._policy = graph_recurrent_policy(make_network, observation_spec,
+                                          lstm_size)
     self._client = variables_lib.VariableClient(variable_source, 'policy')
     self._epsilon = epsilon
     self._rng = np.random.RandomState(seed)
@@ -207,10 +199,9 @@ class R2D2EvalActor(core.Actor):
   def select_action(self, observation) -> np.ndarray:
     oar = environments.OAR(np.asarray(observation)[None],
                            self._prev_action[None], self._prev_reward[None])
-    q_values, state = self._policy(oar, self._state)
-    self._state = {k: v.numpy() for k, v in state.items()}
-    return eg.epsilon_greedy(q_values.numpy(), np.array([self._epsilon]),
-                          self._rng)[0].astype(self._action_dtype)
+    q_values, self._state = self._policy(oar, self._state)
+    return eg.epsilon_greedy(q_values, np.array([self._epsilon]),
+                             self._rng)[0].astype(self._action_dtype)
 
   def observe_first(self, timestep: dm_env.TimeStep) -> None:
     self._state = self._zero_state
@@ -226,7 +217,7 @@ class R2D2EvalActor(core.Actor):
     version = self._client.version
     self._client.update(wait=wait)
     if self._client.version != version:
-      network_variables.assign_variables(self._network, self._client.params)
+      self._policy.set_weights(self._client.params)
 
 
 def make_eval_actor(spec: Any, config: Any,
@@ -234,6 +225,6 @@ def make_eval_actor(spec: Any, config: Any,
                     variable_source: Any, seed: int = 0) -> core.Actor:
   """Builds the evaluation actor (picklable through functools.partial);
   `spec` is the OAR-wrapped environment's (`program.environment_spec`)."""
-  return R2D2EvalActor(make_network(spec, config), variable_source,
-                       config.eval_epsilon, spec.observations,
-                       config.lstm_size, seed=seed)
+  return R2D2EvalActor(lambda: make_network(spec, config, build=False),
+                       variable_source, config.eval_epsilon,
+                       spec.observations, config.lstm_size, seed=seed)

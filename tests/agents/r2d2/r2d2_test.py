@@ -13,6 +13,7 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
+from repertory import environments
 from repertory import experiment as experiment_lib
 from repertory import launch
 from repertory.agents import r2d2
@@ -99,6 +100,42 @@ def test_stored_state_is_the_state_the_actor_had(tmp_path):
     assert nonzero_states > 0
   finally:
     server.stop()
+
+
+def test_eval_actor_is_the_network_stepped_on_what_it_observed():
+  """The evaluation actor's greedy actions over ten episodes of catch are
+  the argmax of the eager network stepped on (observation, previous action,
+  previous reward) from the zero state, reset at each episode's start."""
+  config = r2d2.Config(**TINY, eval_epsilon=0.0)
+  spec = program_lib.environment_spec('catch')
+  network = networks.make_network(spec, config)
+  rng = np.random.RandomState(0)  # Large weights, no biases: the actions
+  for variable in network.trainable_variables:  # vary over an episode.
+    scale = 0.0 if variable.shape.rank == 1 else 1.0
+    variable.assign(scale * rng.normal(size=variable.shape).astype(np.float32))
+  store = variables_lib.VariableStore(
+      {'policy': network_variables.get_variables(network)})
+  actor = acting.make_eval_actor(spec, config, networks.make_network, store)
+  actor.update(wait=True)
+  env = environments.make('catch', seed=0)
+  taken = set()
+  for _ in range(10):
+    timestep = env.reset()
+    actor.observe_first(timestep)
+    state = network.initial_state(1)
+    action, reward = np.zeros((), np.int32), np.zeros((), np.float32)
+    while not timestep.last():
+      oar = environments.OAR(np.asarray(timestep.observation)[None],
+                             action[None], reward[None])
+      q_values, state = network(oar, state)
+      action = np.asarray(actor.select_action(timestep.observation))
+      assert action == int(np.argmax(q_values.numpy()[0]))
+      taken.add(int(action))
+      timestep = env.step(action)
+      actor.observe(action, timestep)
+      action = action.astype(np.int32)
+      reward = np.asarray(timestep.reward, np.float32)
+  assert len(taken) > 1  # The comparison can tell actions apart.
 
 
 def test_program_in_test_mt_learner_by_hand(tmp_path):
