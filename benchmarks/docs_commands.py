@@ -38,6 +38,8 @@ from typing import Dict, List, Optional, Tuple
 from absl import app
 from absl import flags
 
+from repertory.results.documented import extract
+
 _ONLY = flags.DEFINE_string('only', '', 'Only docs files whose name has this.')
 _STEPS = flags.DEFINE_integer('steps', 2000, 'The --max_actor_steps of a '
                               'training command.')
@@ -47,10 +49,6 @@ _FULL = flags.DEFINE_bool('full', False, 'Run training commands with their '
                           'return.')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SHELL = re.compile(r'```(?:sh|bash|console|shell)?')
-# A command line: environment assignments, then a program (not a listing or
-# an error message that names a command).
-_COMMAND = re.compile(r'(\$ )?([A-Z_]+=\S+ )*(python3? |unshare )')
 # What a command needs that this script does not provide: skipped.
 NEEDS = {
     '--lp_launch_type=ray': 'a Ray cluster',
@@ -60,42 +58,6 @@ NEEDS = {
     '<': 'a placeholder to fill in',
     '=... ': 'a placeholder to fill in',
 }
-
-
-def extract(path: str) -> List[Tuple[int, str]]:
-  """(line, command) of each `python -m repertory.` command in `path`: in
-  code blocks without a language or marked as shell (not ```python)."""
-  with open(path) as f:
-    lines = f.read().splitlines()
-  commands = []
-  shell = None  # Inside a block: whether it holds shell commands.
-  joined, first = '', None
-  untagged_start = False  # The first line of a block without a language.
-  for number, line in enumerate(lines, start=1):
-    if line.lstrip().startswith('```'):
-      shell = (_SHELL.fullmatch(line.strip()) is not None
-               if shell is None else None)
-      untagged_start = shell and line.strip() == '```'
-      joined, first = '', None
-      continue
-    if not shell:
-      continue
-    line = line.strip()
-    if untagged_start and line:
-      untagged_start = False
-      if not (line.startswith('#') or _COMMAND.match(line)):
-        shell = False  # A block of output, not of commands.
-        continue
-    if first is None:
-      first = number
-    joined += ' ' + line.rstrip('\\').strip()
-    if line.endswith('\\'):
-      continue
-    joined = joined.strip()
-    if 'python -m repertory.' in joined and _COMMAND.match(joined):
-      commands.append((first, joined[2:] if joined[:2] == '$ ' else joined))
-    joined, first = '', None
-  return commands
 
 
 def prepare(command: str, workdir: str) -> Tuple[Optional[List[str]],

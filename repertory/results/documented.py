@@ -3,11 +3,11 @@
     commands = documented.read(['docs/minatar.md', 'docs/ppo.md'])
     page = documented.source(group, commands)   # 'docs/minatar.md' or None
 
-A documented command is a `python -m repertory.run ...` line in a fenced
-block of a Markdown page (its `\\` continuations joined; environment
-variables set before it left out). A row ran it when every run of the row
-was started with its flags (each attempt's, or for a sweep's trial the
-sweep's own command line): the same flag names with the same values,
+A documented command is a `python -m repertory.run ...` line in a shell
+block of a Markdown page (`extract`: its `\\` continuations joined;
+environment variables set before it left out). A row ran it when every run
+of the row was started with its flags (each attempt's, or for a sweep's
+trial the sweep's own command line): the same flag names with the same values,
 numbers compared as numbers (a bare `--flag` as `--flag=true`) and a flag
 given twice read by its last value, as absl reads it; `--seed` and
 `--logdir` aside, and `--env` up to its game, so `--env=minatar:breakout`
@@ -17,7 +17,7 @@ stands for every MinAtar game (`family:game` with the same family).
 import os
 import re
 import shlex
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from repertory import rundir
 from repertory import sweep as sweep_lib
@@ -25,8 +25,12 @@ from repertory.results import runs as runs_lib
 
 # Flags that differ between the runs of one documented command.
 PER_RUN = ('seed', 'logdir')
-_FENCE = re.compile(r'^\s*```')
 _PROGRAM = ('python', '-m', 'repertory.run')
+# Fences of shell blocks.
+_SHELL = re.compile(r'```(?:sh|bash|console|shell)?')
+# A command line: environment assignments, then a program (not a listing or
+# an error message that names a command).
+_COMMAND = re.compile(r'(\$ )?([A-Z_]+=\S+ )*(python3? |unshare )')
 
 Flags = Dict[str, str]
 
@@ -55,13 +59,53 @@ def read(pages: Sequence[str]) -> List[Command]:
   out = []
   for page in pages:
     try:
-      with open(page) as f:
-        text = f.read()
+      commands = extract(page)
     except OSError as e:
       raise runs_lib.ResultsError(
           f'--documented={page}: cannot read it ({e.strerror}).') from None
-    out += [Command(page, flags) for flags in _commands(text)]
+    for _, command in commands:
+      flags = _run_flags(command)
+      if flags is not None:
+        out.append(Command(page, flags))
   return out
+
+
+def extract(path: str) -> List[Tuple[int, str]]:
+  """(line, command) of each `python -m repertory.<module>` command of the
+  Markdown file `path`, `\\`-continued lines joined (a `$ ` prompt left
+  out): in fenced blocks marked as shell, or without a language when the
+  block starts with a command rather than with output."""
+  with open(path) as f:
+    lines = f.read().splitlines()
+  commands = []
+  shell = None  # Inside a block: whether it holds shell commands.
+  joined, first = '', None
+  untagged_start = False  # The first line of a block without a language.
+  for number, line in enumerate(lines, start=1):
+    if line.lstrip().startswith('```'):
+      shell = (_SHELL.fullmatch(line.strip()) is not None
+               if shell is None else None)
+      untagged_start = shell and line.strip() == '```'
+      joined, first = '', None
+      continue
+    if not shell:
+      continue
+    line = line.strip()
+    if untagged_start and line:
+      untagged_start = False
+      if not (line.startswith('#') or _COMMAND.match(line)):
+        shell = False  # A block of output, not of commands.
+        continue
+    if first is None:
+      first = number
+    joined += ' ' + line.rstrip('\\').strip()
+    if line.endswith('\\'):
+      continue
+    joined = joined.strip()
+    if 'python -m repertory.' in joined and _COMMAND.match(joined):
+      commands.append((first, joined[2:] if joined[:2] == '$ ' else joined))
+    joined, first = '', None
+  return commands
 
 
 def source(group: runs_lib.Group,
@@ -89,31 +133,14 @@ def flags_of(argv: Sequence[str]) -> Optional[Flags]:
   return flags
 
 
-def _commands(text: str) -> List[Flags]:
-  out, fenced, pending = [], False, ''
-  for line in text.splitlines():
-    if _FENCE.match(line):
-      fenced, pending = not fenced, ''
-      continue
-    if not fenced:
-      continue
-    pending += line.rstrip()
-    if pending.endswith('\\'):
-      pending = pending[:-1] + ' '
-      continue
-    flags = _flags_of_line(pending)
-    pending = ''
-    if flags is not None:
-      out.append(flags)
-  return out
-
-
-def _flags_of_line(line: str) -> Optional[Flags]:
+def _run_flags(command: str) -> Optional[Flags]:
+  """`flags_of` a `python -m repertory.run` command line (what follows its
+  last `&&`, environment assignments left out); None for another command."""
   try:
-    words = shlex.split(line, comments=True)
+    words = shlex.split(command.rsplit(' && ', 1)[-1], comments=True)
   except ValueError:
     return None
-  while words and re.match(r'^[A-Z_][A-Z0-9_]*=', words[0]):
+  while words and re.match(r'^[A-Za-z_][A-Za-z0-9_]*=', words[0]):
     words = words[1:]
   if tuple(words[:3]) != _PROGRAM:
     return None
