@@ -25,7 +25,7 @@ from repertory.results import runs as runs_lib
 
 # Flags that differ between the runs of one documented command.
 PER_RUN = ('seed', 'logdir')
-_PROGRAM = ('python', '-m', 'repertory.run')
+_PROGRAM = 'python -m repertory.run'
 # Fences of shell blocks.
 _SHELL = re.compile(r'```(?:sh|bash|console|shell)?')
 # A command line: environment assignments, then a program (not a listing or
@@ -142,7 +142,7 @@ def _run_flags(command: str) -> Optional[Flags]:
     return None
   while words and re.match(r'^[A-Za-z_][A-Za-z0-9_]*=', words[0]):
     words = words[1:]
-  if tuple(words[:3]) != _PROGRAM:
+  if ' '.join(words[:3]) != _PROGRAM:
     return None
   return flags_of(words[3:])
 
@@ -168,7 +168,7 @@ def _sweep_argvs(path: str) -> List[List[str]]:
   out = []
   for line in lines:
     words = shlex.split(line)
-    if tuple(words[:3]) == _PROGRAM:
+    if ' '.join(words[:3]) == _PROGRAM:
       out.append(words[3:])
   return out
 
