@@ -148,29 +148,20 @@ def _run_flags(command: str) -> Optional[Flags]:
 
 
 def _run_ran(run: runs_lib.Run, command: Command) -> bool:
-  argvs = _sweep_argvs(run.path) or [
-      a['argv'][1:] for a in run.attempts if a.get('argv')]
-  if not argvs:
-    return False
-  for argv in argvs:
-    flags = flags_of(argv)
-    if flags is None or not command.ran(flags):
-      return False
-  return True
+  started = _sweep_flags(run.path) or [
+      flags_of(a['argv'][1:]) for a in run.attempts if a.get('argv')]
+  return bool(started) and all(
+      flags is not None and command.ran(flags) for flags in started)
 
 
-def _sweep_argvs(path: str) -> List[List[str]]:
-  """The sweep's own argument lists when `path` is a sweep's trial."""
+def _sweep_flags(path: str) -> List[Optional[Flags]]:
+  """The flags of the sweep's own command lines when `path` is a sweep's
+  trial (none otherwise)."""
   sweep_file = sweep_lib.sweep_file_of(path)
   if not os.path.exists(sweep_file):
     return []
-  lines = rundir.read_json(sweep_file).get('commands', [])
-  out = []
-  for line in lines:
-    words = shlex.split(line)
-    if ' '.join(words[:3]) == _PROGRAM:
-      out.append(words[3:])
-  return out
+  return [_run_flags(line)
+          for line in rundir.read_json(sweep_file).get('commands', [])]
 
 
 def _same_task(documented: Optional[str], ran: Optional[str]) -> bool:
