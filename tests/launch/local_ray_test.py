@@ -7,6 +7,7 @@ finish, and checks that they are gone.
 
 import contextlib
 import os
+import subprocess
 import sys
 import time
 from typing import Dict, Iterator, List
@@ -18,6 +19,7 @@ import ray
 
 from repertory import launch
 from repertory.launch.backends import local_ray
+from repertory.launch.backends import ray_auth
 from repertory.launch.process import ray_internals
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -129,6 +131,33 @@ def test_node_logs_to_files_need_neither_monitor_nor_api_server(tmp_path):
       assert time.monotonic() < deadline, 'the node never wrote its log'
       time.sleep(0.1)
     _assert_gone(_finish(launched, tmp_path))
+
+
+_QUIET_LAUNCH = """
+import os
+from repertory import launch
+program = launch.Program('quiet')
+program.add_node(launch.PyNode(print, 'node ran'), label='printer')
+launched = launch.launch(program, launch_type='test_mp',
+                         logdir=os.environ['LOGDIR'])
+assert launched.wait(timeout=60) and launched.error is None
+print('auth mode', os.environ['RAY_AUTH_MODE'])
+"""
+
+
+def test_a_launch_turns_token_auth_on_without_a_warning(tmp_path):
+  """Ray's own start would log that it turned token authentication on and
+  how to turn it off; the launch turns it on before, and says nothing."""
+  env = {k: v for k, v in os.environ.items()
+         if k != ray_auth.AUTH_MODE_ENV}
+  env['LOGDIR'] = str(tmp_path / 'logs')
+  process = subprocess.run([sys.executable, '-c', _QUIET_LAUNCH], env=env,
+                           capture_output=True, text=True, timeout=180,
+                           check=False)
+  assert process.returncode == 0, process.stderr
+  # The launch checked that the instance refuses callers without the token.
+  assert 'auth mode token' in process.stdout
+  assert 'Token authentication' not in process.stderr, process.stderr
 
 
 def test_the_current_terminal_keeps_the_log_monitor(tmp_path, capfd):

@@ -103,6 +103,11 @@ def start(system_config: Mapping[str, Any], forward_output: bool) -> None:
   """
   lean = os.environ.get(FULL_ENV, '') in ('', '0')
   ray_auth.private_token_file()
+  # With RAY_AUTH_MODE unset, ray.init of a new instance turns token
+  # authentication on itself and logs a warning that tells the user how to
+  # turn it off; turned on here as Ray would, the launch says nothing.
+  if ray_auth.AUTH_MODE_ENV not in os.environ:
+    ray_internals.enable_token_auth()
   for attempt in range(1, START_ATTEMPTS + 1):
     try:
       context = (ray_internals.without_unused_processes(forward_output)

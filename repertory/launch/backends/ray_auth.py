@@ -26,6 +26,8 @@ from repertory.launch.api import errors
 
 # Set to 1 to launch on a Ray instance without token auth all the same.
 ALLOW_ENV = 'REPERTORY_ALLOW_UNAUTHENTICATED_RAY'
+# Ray's switch for token authentication ('token' or 'disabled').
+AUTH_MODE_ENV = 'RAY_AUTH_MODE'
 
 _FIX = (
     'Anyone who can reach its ports can run code in every node of the '

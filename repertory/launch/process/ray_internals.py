@@ -29,7 +29,9 @@ to Ray's public behaviour where a name is missing, so a different Ray runs
 - `node_table`: the same table with each node's liveness and resources, for
   `repertory.cluster`'s hosts.
 - `enable_token_auth`: token authentication for a cluster that
-  `ray.cluster_utils.Cluster` starts (it does not turn it on itself).
+  `ray.cluster_utils.Cluster` starts (it does not turn it on itself), and
+  for local_mp's instance (`ray.init` would turn it on, with a warning that
+  tells how to turn it off).
 """
 
 import contextlib
