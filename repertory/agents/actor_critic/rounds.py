@@ -44,9 +44,12 @@ class RoundCollector:
 
   def __init__(self, replay: Any, table: str, num_actors: int,
                items_per_actor: int, round_timeout_s: float,
-               time_major: bool = True, name: str = 'PPO'):
+               time_major: bool = True, name: str = 'PPO',
+               envs_per_item: Optional[int] = None):
     """`time_major`: `collect` stacks items as `[T + 1, B, ...]` (else
-    `[B, T + 1, ...]`); `name` heads its log lines and errors."""
+    `[B, T + 1, ...]`); `name` heads its log lines and errors;
+    `envs_per_item`: None for items of one unroll (`[T + 1, ...]`), N for
+    items of N (`UnrollAdder(batched_items=True)`: `[N, T + 1, ...]`)."""
     if num_actors < 1 or items_per_actor < 1:
       raise ValueError(f'{name} needs num_actors >= 1 and items per actor >= '
                        f'1, got {num_actors} and {items_per_actor}.')
@@ -55,6 +58,7 @@ class RoundCollector:
     self._items = num_actors * items_per_actor
     self._timeout_s = round_timeout_s
     self._time_major, self._name = time_major, name
+    self._batched = envs_per_item is not None
     self._unrolls = None
     self._published: Optional[Callable[[], int]] = None
     self.dropped = 0  # Unrolls of earlier versions, since the last take.
@@ -124,8 +128,8 @@ class RoundCollector:
                        version, self._status(per_actor))
           next_log = now + 10.0
         continue
-      behaviour, actor_id = int(unroll['policy_version']), int(
-          unroll['actor_id'])
+      behaviour, actor_id = (int(np.ravel(unroll['policy_version'])[0]),
+                             int(np.ravel(unroll['actor_id'])[0]))
       if behaviour < version:  # Left over from an earlier round: never used.
         self.dropped += 1
         self.dropped_total += 1
@@ -151,12 +155,23 @@ class RoundCollector:
       per_actor[actor_id].append(unroll)
       received += 1
     self._log_dropped(dropped, version)
-    unrolls = [u for a in sorted(per_actor) for u in per_actor[a]]
+    items = [u for a in sorted(per_actor) for u in per_actor[a]]
+    if self._batched:
+      return tree.map_structure(self._join, *items)
     # Per-step columns [T + 1, ...] -> [T + 1, B, ...]; scalars -> [B].
     axis = (lambda x: min(1, np.ndim(x))) if self._time_major else (
         lambda x: 0)
     return tree.map_structure(lambda *xs: np.stack(xs, axis=axis(xs[0])),
-                              *unrolls)
+                              *items)
+
+  def _join(self, *columns: np.ndarray) -> np.ndarray:
+    """Items' columns of N unrolls each: per-step `[N, T + 1, ...]` ->
+    `[T + 1, B, ...]` (time-major) or `[B, T + 1, ...]`; per-unroll `[N]`
+    -> `[B]`."""
+    joined = np.concatenate(columns, axis=0)
+    if self._time_major and joined.ndim >= 2:
+      return np.ascontiguousarray(np.swapaxes(joined, 0, 1))
+    return joined
 
   def _log_dropped(self, dropped: Dict[int, list], version: int) -> None:
     """One line for the items of earlier versions one round dropped (e.g.

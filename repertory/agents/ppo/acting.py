@@ -2,8 +2,9 @@
 
 The actor waits (on the learner) for the round's policy version, fetches its
 weights, steps its `envs_per_actor` environments `unroll_length` times with
-one policy call per step, and writes one unroll per environment (with the
-behaviour log-probs and values) to the queue through `UnrollAdder`. It then
+one policy call per step, and writes their unrolls (with the behaviour
+log-probs and values) to the queue through `UnrollAdder`: one item of all
+of them (`batched_items`), or one per environment. It then
 waits for the next version: no step is ever taken with a policy other than
 the round's.
 
@@ -75,7 +76,7 @@ class PPOActor(rollout_actor.RolloutActor):
         num_envs=self._num_envs, actor_id=self._actor_id,
         environment_spec=adders.EnvironmentSpec(
             self.observation_spec, self.action_spec, None, None),
-        extras_spec=extras_spec())
+        extras_spec=extras_spec(), batched_items=config.batched_items)
     self._round_version: Optional[int] = None
 
   @property

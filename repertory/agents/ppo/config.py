@@ -1,7 +1,7 @@
 """Hyperparameters of synchronous PPO."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 from repertory.components import config_checks
 
@@ -71,6 +71,10 @@ class Config:
       an actor waits for the next version).
     eval_greedy: the evaluation actor takes the most likely action (the
       training actors always sample).
+    batched_items: each actor writes its round, the unrolls of its N =
+      `envs_per_actor` environments, as ONE Reverb item of [N, T + 1, ...]
+      columns (the default); False writes N items, which costs the actor,
+      the queue and the learner's reader N times their per-item work.
   """
   unroll_length: int = 32
   num_epochs: int = 20
@@ -92,6 +96,11 @@ class Config:
   network: str = 'separate_tanh'
   round_timeout_s: float = 120.0
   eval_greedy: bool = True
+  batched_items: bool = True
+
+  # Fields whose default is not what runs did before the field existed: a
+  # run saved without one resumes only with this value (`rundir.check_resume`).
+  FORMER_DEFAULTS: ClassVar[Dict[str, Any]] = {'batched_items': False}
 
   def __post_init__(self):
     config_checks.check_ranges(
@@ -110,6 +119,12 @@ class Config:
   def items_per_round(self, num_actors: int, envs_per_actor: int) -> int:
     """Unrolls (one per environment) the learner trains on per round."""
     return num_actors * envs_per_actor
+
+  def queue_items_per_round(self, num_actors: int,
+                            envs_per_actor: int) -> int:
+    """Reverb items of one round: one per actor with `batched_items`, else
+    one per environment."""
+    return num_actors * (1 if self.batched_items else envs_per_actor)
 
   def steps_per_round(self, num_actors: int, envs_per_actor: int) -> int:
     """Environment steps of one round (T x all environments)."""

@@ -189,8 +189,10 @@ def make_learner(config: config_lib.Config, spec: Any, replay: Any,
                  checkpoint: Any = None) -> learners.LearnerHost:
   """The learner node: `PPO` in a `LearnerHost` that publishes one version
   per round. With `logdir`: metrics, checkpoints and the snapshot there."""
-  collector = rounds.RoundCollector(replay, table, num_actors, envs_per_actor,
-                                    config.round_timeout_s)
+  batched = config.batched_items
+  collector = rounds.RoundCollector(
+      replay, table, num_actors, 1 if batched else envs_per_actor,
+      config.round_timeout_s, envs_per_item=envs_per_actor if batched else None)
   algorithm = PPO(config, spec, collector,
                   config.steps_per_round(num_actors, envs_per_actor),
                   anneal_steps=anneal_steps, seed=seed)

@@ -35,8 +35,9 @@ def make_tables(config: config_lib.Config, spec, num_actors: int,
   # pylint: enable=g-import-not-at-top
   signature = adders.unroll_signature(
       adders.EnvironmentSpec(spec.observations, spec.actions, None, None),
-      config.unroll_length, acting.extras_spec())
-  items = config.items_per_round(num_actors, envs_per_actor)
+      config.unroll_length, acting.extras_spec(),
+      envs_per_item=envs_per_actor if config.batched_items else None)
+  items = config.queue_items_per_round(num_actors, envs_per_actor)
   return [replay.queue_table(QUEUE, max_size=2 * items,
                              signature=signature)]
 

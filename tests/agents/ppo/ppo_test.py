@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 import pytest
+import tree
 
 from repertory import experiment as experiment_lib
 from repertory import launch
@@ -95,6 +96,36 @@ def test_rounds_by_hand_have_lag_zero(queue_server):
   config.round_timeout_s = 0.5
   with pytest.raises(TimeoutError, match='version 5'):
     actors[0].wait_for_round(5)
+
+
+def test_a_round_of_batched_items_is_the_round_of_one_item_per_unroll():
+  """The same actors' round read from items of one actor's unrolls
+  ([N, T + 1, ...], the default) and from one item per unroll."""
+  collected = []
+  for batched in (False, True):
+    config = ppo.Config(**TINY, batched_items=batched)
+    with testing.reverb_server(
+        program_lib.make_tables(config, CATCH, 2, 2)) as client:
+      learner = _learner(config, client)
+      for actor_id in (1, 0):  # Read back sorted by actor.
+        actor = _actor(actor_id, config, client, learner)
+        actor.collect_round(actor.wait_for_round(None))
+      assert client.server_info()[acting.QUEUE].current_size == (
+          2 if batched else 4)
+      collector = rounds.RoundCollector(
+          client, acting.QUEUE, 2, 1 if batched else 2, 30.0,
+          envs_per_item=2 if batched else None)
+      collected.append(collector.collect(0, lambda: False))
+  one_per_unroll, batched_round = collected
+  assert one_per_unroll['observation'].shape[:2] == (TINY['unroll_length']
+                                                      + 1, 4)
+  np.testing.assert_array_equal(one_per_unroll['actor_id'], [0, 0, 1, 1])
+  expected = dict(tree.flatten_with_path(one_per_unroll))
+  got = dict(tree.flatten_with_path(batched_round))
+  assert sorted(got) == sorted(expected)
+  for path, column in expected.items():
+    assert np.asarray(got[path]).dtype == np.asarray(column).dtype, path
+    np.testing.assert_array_equal(got[path], column, err_msg=str(path))
 
 
 def test_smoke_test_mt(tmp_path):
