@@ -4,6 +4,8 @@ step of a running program, by part, for each architecture.
   python benchmarks/cpu_breakdown.py --runners=ppo,impala,seed \
       --json_out=/tmp/breakdown.json
   python benchmarks/cpu_breakdown.py --breakdown_from=/tmp/breakdown.json
+  python benchmarks/cpu_breakdown.py --runners=ppo \
+      --flag=--config.batched_items=false      # what a setting costs
 
 Each run is `sb3_side_by_side.py`'s command for the runner (the docs'
 CartPole command, in local_mp, started as a child process as a user types
@@ -61,6 +63,9 @@ import sb3_side_by_side
 
 _RUNS = flags.DEFINE_list('runners', ['ppo', 'impala', 'seed'],
                           "Runners (sb3_side_by_side.py's), in order.")
+_FLAG = flags.DEFINE_multi_string('flag', [], 'A flag added to every run\'s '
+                                  'command (--flag=--config.batched_items='
+                                  'false): what a setting costs.')
 _SECONDS = flags.DEFINE_float('window_s', 20.0, 'The window, at least.')
 _WARMUP = flags.DEFINE_float('warmup_s', 5.0, 'Seconds after the first '
                              'update before the window opens.')
@@ -201,7 +206,7 @@ def measure(runner: str) -> Dict[str, Any]:
   logdir = tempfile.mkdtemp(prefix=f'breakdown_{runner}_')
   command = sb3_side_by_side.repertory_command(runner, 0, logdir)
   command = [a for a in command if not a.startswith('--max_actor_steps=')]
-  command.append('--max_actor_steps=1000000000')
+  command += ['--max_actor_steps=1000000000', *_FLAG.value]
   child = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
   root = psutil.Process(child.pid)
