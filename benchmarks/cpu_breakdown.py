@@ -9,7 +9,8 @@ step of a running program, by part, for each architecture.
 
 Each run is `sb3_side_by_side.py`'s command for the runner (the docs'
 CartPole command, in local_mp, started as a child process as a user types
-it) with a budget it does not reach. Once its learner has logged its first
+it; `sb3`: Stable-Baselines3's PPO with rl-zoo's settings, one process,
+its whole CPU in one row) with a budget it does not reach. Once its learner has logged its first
 update and `--warmup_s` seconds have passed, the window opens at one row of
 the run's `progress.csv` and closes at the first row `--window_s` later, so
 the environment steps in it are the run's own count (`actor_steps`).
@@ -204,9 +205,11 @@ def measure(runner: str) -> Dict[str, Any]:
     time.sleep(5)
   load_at_start = open('/proc/loadavg').read().split()[:3]
   logdir = tempfile.mkdtemp(prefix=f'breakdown_{runner}_')
-  command = sb3_side_by_side.repertory_command(runner, 0, logdir)
-  command = [a for a in command if not a.startswith('--max_actor_steps=')]
-  command += ['--max_actor_steps=1000000000', *_FLAG.value]
+  command = sb3_side_by_side.runner_command(runner, 0, logdir,
+                                           sb3_timesteps=10**9)
+  if runner != 'sb3':
+    command = [a for a in command if not a.startswith('--max_actor_steps=')]
+    command += ['--max_actor_steps=1000000000', *_FLAG.value]
   child = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
   root = psutil.Process(child.pid)
@@ -284,7 +287,9 @@ def parts(run: Dict[str, Any]) -> Dict[str, float]:
   steps = run['env_steps']
   for pid, cpu in run['cpu_seconds'].items():
     role = run['roles'][pid]
-    if role == 'ray':
+    if run['runner'] == 'sb3':  # One process: environment, policy, update.
+      out['SB3 (its one process)'] += cpu
+    elif role == 'ray':
       out["Ray's processes (GCS, raylet, agents)"] += cpu
     elif role == 'driver':
       out['driver (python -m repertory.run)'] += cpu
@@ -316,6 +321,8 @@ def table(runs: List[Dict[str, Any]]) -> str:
         f'{r.get(name, 0.0):.1f}' for r in by_run) + ' |')
   lines.append('| **total** | ' + ' | '.join(
       f'**{sum(r.values()):.1f}**' for r in by_run) + ' |')
+  lines.append('| env steps per CPU-second | ' + ' | '.join(
+      f'{1e6 / sum(r.values()):,.0f}' for r in by_run) + ' |')
   lines.append('| env steps/s in the window | ' + ' | '.join(
       f"{r['env_steps'] / r['window_seconds']:,.0f}" for r in runs) + ' |')
   lines.append('| load average at the command / the window | ' + ' | '.join(

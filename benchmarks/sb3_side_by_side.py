@@ -172,6 +172,16 @@ def repertory_command(runner: str, seed: int, logdir: str) -> List[str]:
           list(_EXTRA.value))
 
 
+def runner_command(runner: str, seed: int, logdir: str,
+                   sb3_timesteps: Optional[int] = None) -> List[str]:
+  """The command line of one run: SB3's child, or repertory's command."""
+  if runner == 'sb3':
+    return [sys.executable, os.path.abspath(__file__),
+            f'--sb3_child={logdir}', f'--seed={seed}',
+            f'--sb3_timesteps={sb3_timesteps or _SB3_STEPS.value}']
+  return repertory_command(runner, seed, logdir)
+
+
 def sb3_child(logdir: str, seed: int) -> None:
   """SB3 PPO with rl-zoo's CartPole-v1 hyperparameters (hyperparams/ppo.yml)."""
   # SB3's logger imports tensorboard, which imports TensorFlow when it is
@@ -191,6 +201,11 @@ def sb3_child(logdir: str, seed: int) -> None:
   os.makedirs(logdir, exist_ok=True)
   episodes = open(os.path.join(logdir, 'episodes.csv'), 'w')  # pylint: disable=consider-using-with
   episodes.write('time,return,length\n')
+  # A row per rollout, as repertory's progress.csv (cpu_breakdown.py's
+  # windows): steps taken, their rate, seconds since the start.
+  progress = open(os.path.join(logdir, 'progress.csv'), 'w')  # pylint: disable=consider-using-with
+  progress.write('actor_steps,actor_steps_per_second,wall_seconds\n')
+  start = time.time()
 
   class Recorder(BaseCallback):
 
@@ -200,6 +215,11 @@ def sb3_child(logdir: str, seed: int) -> None:
 
     def _on_rollout_start(self) -> None:
       self.rollouts += 1
+      seconds = time.time() - start
+      progress.write(f'{self.num_timesteps},'
+                     f'{self.num_timesteps / max(seconds, 1e-9):.1f},'
+                     f'{seconds:.3f}\n')
+      progress.flush()
       if self.rollouts == 2:  # The first train() has just finished.
         with open(os.path.join(logdir, 'first_step'), 'w') as f:
           f.write(f'{time.time():.3f}\n')
@@ -221,6 +241,7 @@ def sb3_child(logdir: str, seed: int) -> None:
               device='cpu', verbose=0)
   model.learn(total_timesteps=_SB3_STEPS.value, callback=Recorder())
   episodes.close()
+  progress.close()
 
 
 def _tree_pss(root: psutil.Process) -> int:
@@ -304,12 +325,7 @@ def _first_step_time(runner: str, logdir: str) -> Optional[float]:
 def run_one(runner: str, seed: int) -> Dict[str, Any]:
   """Runs one command, samples it, ends it; returns its figures."""
   logdir = tempfile.mkdtemp(prefix=f'side_by_side_{runner}_{seed}_')
-  if runner == 'sb3':
-    command = [sys.executable, os.path.abspath(__file__),
-               f'--sb3_child={logdir}', f'--seed={seed}',
-               f'--sb3_timesteps={_SB3_STEPS.value}']
-  else:
-    command = repertory_command(runner, seed, logdir)
+  command = runner_command(runner, seed, logdir)
   load_before = open('/proc/loadavg').read().split()[:3]
   t0 = time.time()
   # Its own session (one killpg ends its tree); SIGTERM if this one dies.
