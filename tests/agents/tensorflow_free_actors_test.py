@@ -85,8 +85,10 @@ def test_ppo_actor(tmp_path):
         actor.collect_round(actor.wait_for_round(None))
     ''')
     items = testing.read_queue(client, ppo_program.QUEUE)
-  assert len(items) == 2  # One unroll per environment.
-  for item, (observation, action) in _first_steps(items):
+  assert len(items) == 1  # The actor's two unrolls, as one item.
+  unrolls = list(_per_environment(items))
+  assert len(unrolls) == 2
+  for item, (observation, action) in _first_steps(unrolls):
     logits = network(tf.constant(observation)).logits
     expected = tf.nn.log_softmax(logits).numpy()[np.arange(len(action)),
                                                  action]
