@@ -70,11 +70,11 @@ class RoundCollector:
     republished), and the round moves on to that version."""
     self._published = published
 
-  def count_dropped(self, items: int) -> None:
-    """Counts `items` a learner dropped after `collect` (a round made stale
+  def count_dropped(self, unrolls: int) -> None:
+    """Counts `unrolls` a learner dropped after `collect` (a round made stale
     by a republish)."""
-    self.dropped += items
-    self.dropped_total += items
+    self.dropped += unrolls
+    self.dropped_total += unrolls
 
   def take_dropped(self) -> int:
     """Unrolls of earlier versions dropped since the last call."""
@@ -131,14 +131,13 @@ class RoundCollector:
       behaviour, actor_id = (int(np.ravel(unroll['policy_version'])[0]),
                              int(np.ravel(unroll['actor_id'])[0]))
       if behaviour < version:  # Left over from an earlier round: never used.
-        self.dropped += 1
-        self.dropped_total += 1
+        self.count_dropped(_unrolls_in(unroll))
         dropped[behaviour].append(actor_id)
         continue
       if behaviour > version and self._published is not None and (
           behaviour <= self._published()):  # Republished: a new round.
         for actor, items in per_actor.items():
-          self.count_dropped(len(items))
+          self.count_dropped(sum(_unrolls_in(u) for u in items))
           dropped[version].extend([actor] * len(items))
         per_actor.clear()
         received, version, start = 0, behaviour, time.monotonic()
@@ -221,6 +220,11 @@ def wait_for_version(learner: Any, version: int, stop: Any,
     logging.log_every_n_seconds(
         logging.INFO, '%s waiting for version %d (learner at %d).', 10, who,
         version, served)
+
+
+def _unrolls_in(item: Dict[str, Any]) -> int:
+  """Unrolls in an item: 1, or N in one of `[N, T + 1, ...]` columns."""
+  return int(np.size(item['policy_version']))
 
 
 def _read(dataset, unrolls: queue_lib.Queue) -> None:

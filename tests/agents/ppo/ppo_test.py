@@ -128,6 +128,21 @@ def test_a_round_of_batched_items_is_the_round_of_one_item_per_unroll():
     np.testing.assert_array_equal(got[path], column, err_msg=str(path))
 
 
+def test_a_stale_batched_item_counts_its_unrolls_as_dropped(queue_server):
+  config, client = queue_server
+  assert config.batched_items  # The default.
+  learner = _learner(config, client, num_actors=1)
+  actor = _actor(0, config, client, learner)
+  actor.wait_for_round(None)
+  actor.collect_round(0)  # A round the learner has moved past, then
+  actor.collect_round(1)  # the round it waits for (tagged by hand).
+  collector = rounds.RoundCollector(client, acting.QUEUE, 1, 1, 30.0,
+                                    envs_per_item=2)
+  batch = collector.collect(1, lambda: False)
+  np.testing.assert_array_equal(batch['policy_version'], [1, 1])
+  assert collector.take_dropped() == 2  # Unrolls, not items.
+
+
 def test_smoke_test_mt(tmp_path):
   experiment = experiment_lib.ExperimentConfig(
       agent='ppo', env='catch', num_actors=2, envs_per_actor=2,
