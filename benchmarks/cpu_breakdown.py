@@ -269,7 +269,8 @@ def measure(runner: str) -> Dict[str, Any]:
     shutil.rmtree(logdir, ignore_errors=True)
   cpu = {pid: end[pid] - start[pid] for pid in start
          if start[pid] is not None and end.get(pid) is not None}
-  return {'runner': runner, 'command': command, 'load_average': load,
+  return {'runner': runner, 'flags': list(_FLAG.value) if runner != 'sb3'
+          else [], 'command': command, 'load_average': load,
           'load_at_start': load_at_start,
           'window_seconds': seconds,
           'env_steps': float(last['actor_steps']) - float(
@@ -315,10 +316,11 @@ def table(runs: List[Dict[str, Any]]) -> str:
                  key=lambda k: (order.index(k) if k in order else len(order),
                                 k))
   lines = ['| CPU µs per env step | ' + ' | '.join(
-      r['runner'] for r in runs) + ' |', '|---|' + '---:|' * len(runs)]
+      ' '.join([r['runner'], *r.get('flags', [])]) for r in runs) + ' |',
+           '|---|' + '---:|' * len(runs)]
   for name in names:
     lines.append(f'| {name} | ' + ' | '.join(
-        f'{r.get(name, 0.0):.1f}' for r in by_run) + ' |')
+        f'{r[name]:.1f}' if name in r else '—' for r in by_run) + ' |')
   lines.append('| **total** | ' + ' | '.join(
       f'**{sum(r.values()):.1f}**' for r in by_run) + ' |')
   lines.append('| env steps per CPU-second | ' + ' | '.join(
